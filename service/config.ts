@@ -1,0 +1,128 @@
+/**
+ * Configuration of the service: read from the environment once, validated, typed,
+ * and passed down. No other module reads `process.env`.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { envSchema } from 'env-schema'
+
+/** The environment variables the service reads, as a JSON Schema for env-schema. */
+const environmentSchema = {
+  type: 'object',
+  properties: {
+    NODE_ENV: { type: 'string', enum: ['development', 'production', 'test'], default: 'development' },
+    HOST: { type: 'string', minLength: 1, default: '127.0.0.1' },
+    PORT: { type: 'integer', minimum: 0, maximum: 65535, default: 3000 },
+    DATA_DIR: { type: 'string', minLength: 1, default: 'data' },
+    PLANT_STORE_TOKENS: { type: 'string', default: '' },
+    PLANT_STORE_TOKENS_FILE: { type: 'string', minLength: 1 },
+    BODY_LIMIT: { type: 'integer', minimum: 256, maximum: 16777216, default: 65536 },
+    LOG_LEVEL: {
+      type: 'string',
+      enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+      default: 'info',
+    },
+    SHUTDOWN_GRACE_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
+  },
+} as const
+
+/** Typed, validated configuration of one service process. */
+export interface Config {
+  /** `NODE_ENV`: `production` refuses to start without configured tokens. */
+  readonly environment: 'development' | 'production' | 'test'
+  /** `HOST`: interface to listen on. */
+  readonly host: string
+  /** `PORT`: TCP port to listen on; 0 picks a free one. */
+  readonly port: number
+  /** `DATA_DIR`: directory of the embedded store. */
+  readonly dataDir: string
+  /** Accepted bearer tokens (several, for rotation). */
+  readonly tokens: readonly string[]
+  /** True when no token was configured and one was generated for this development run. */
+  readonly tokenGenerated: boolean
+  /** `BODY_LIMIT`: largest accepted request body, in bytes; larger is 413. */
+  readonly bodyLimit: number
+  /** `LOG_LEVEL`: pino level. */
+  readonly logLevel: string
+  /** `SHUTDOWN_GRACE_MS`: milliseconds in-flight requests get after SIGTERM/SIGINT. */
+  readonly shutdownGraceMs: number
+}
+
+/** A configuration value is missing or invalid; the message says which and why. */
+export class ConfigError extends Error {
+  override readonly name = 'ConfigError'
+}
+
+/**
+ * Token syntax of RFC 6750 §2.1 (`b64token`), so every configured token can be sent.
+ * At least 16 characters, so that a placeholder such as "secret" is not accepted.
+ */
+const tokenPattern = /^[A-Za-z0-9\-._~+/]{16,}=*$/
+
+/**
+ * Reads and validates the configuration.
+ *
+ * Tokens come from `PLANT_STORE_TOKENS` (comma-separated) and from the file named by
+ * `PLANT_STORE_TOKENS_FILE` (container secrets; tokens separated by commas or
+ * white space); both may be used at once. With none configured, a development or
+ * test start generates one random token; a production start refuses.
+ *
+ * @param env - the process environment, e.g. `process.env`.
+ * @returns the typed configuration.
+ * @throws {ConfigError} when a variable is invalid, a token file cannot be read, a
+ *   token is malformed, or `NODE_ENV=production` has no token.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv): Config {
+  let raw
+  try {
+    raw = envSchema<Record<string, unknown>>({ schema: environmentSchema, data: env, env: false })
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
+  const environment = raw.NODE_ENV as Config['environment']
+  const tokens = [...splitTokens(raw.PLANT_STORE_TOKENS as string), ...readTokenFile(raw.PLANT_STORE_TOKENS_FILE as string | undefined)]
+  for (const [index, token] of tokens.entries()) {
+    if (!tokenPattern.test(token)) {
+      // The token itself is never echoed: it is a secret.
+      throw new ConfigError(
+        `Invalid configuration: token #${index + 1} must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1)`,
+      )
+    }
+  }
+  let tokenGenerated = false
+  if (tokens.length === 0) {
+    if (environment === 'production') {
+      throw new ConfigError(
+        'Refusing to start: NODE_ENV=production and no bearer token is configured; set PLANT_STORE_TOKENS or PLANT_STORE_TOKENS_FILE',
+      )
+    }
+    tokens.push(randomBytes(32).toString('base64url'))
+    tokenGenerated = true
+  }
+  return {
+    environment,
+    host: raw.HOST as string,
+    port: raw.PORT as number,
+    dataDir: raw.DATA_DIR as string,
+    tokens: [...new Set(tokens)],
+    tokenGenerated,
+    bodyLimit: raw.BODY_LIMIT as number,
+    logLevel: raw.LOG_LEVEL as string,
+    shutdownGraceMs: raw.SHUTDOWN_GRACE_MS as number,
+  }
+}
+
+function splitTokens(text: string): string[] {
+  return text.split(/[\s,]+/).filter((token) => token !== '')
+}
+
+function readTokenFile(path: string | undefined): string[] {
+  if (path === undefined) return []
+  try {
+    return splitTokens(readFileSync(path, 'utf8'))
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: PLANT_STORE_TOKENS_FILE cannot be read (${(error as NodeJS.ErrnoException).code})`)
+  }
+}

@@ -1,0 +1,34 @@
+/**
+ * The contract: openapi.yaml, read once at start-up, and the TypeScript types
+ * generated from it (`npm run generate`, checked by `npm run check:types`).
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import { parse } from 'yaml'
+import type { operations } from './generated/openapi.js'
+
+/**
+ * Location of openapi.yaml: the repository root, beside `service/`; the build copies
+ * it to `dist/`, beside the compiled `dist/service/`.
+ */
+export const CONTRACT_URL = new URL('../openapi.yaml', import.meta.url)
+
+/** An OpenAPI 3.1 document, as parsed from YAML. */
+export type OpenApiDocument = Record<string, unknown> & { paths: Record<string, Record<string, unknown>> }
+
+/**
+ * Reads and parses the contract.
+ *
+ * @param url - the YAML file; defaults to {@link CONTRACT_URL}.
+ * @returns a fresh object each call (consumers such as glue may change what they get).
+ * @throws when the file is missing or is not YAML.
+ */
+export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {
+  return parse(readFileSync(url, 'utf8')) as OpenApiDocument
+}
+
+/** Request body of operation `createPlant`: NewPlant. */
+export type NewPlant = operations['createPlant']['requestBody']['content']['application/json']
+/** Response body of operation `createPlant` on 200: Plant. */
+export type Plant = operations['createPlant']['responses'][200]['content']['application/json']

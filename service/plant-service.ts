@@ -1,0 +1,51 @@
+/**
+ * The service class of fastify-openapi-glue: one method per `operationId` of
+ * openapi.yaml. Requests arrive authenticated, parsed and validated against the
+ * contract; replies are serialized by the schema of their status.
+ *
+ * @module
+ */
+import type { FastifyRequest } from 'fastify'
+import type { NewPlant, Plant } from './contract.js'
+import { HttpError } from './errors.js'
+import { exactInteger } from './json-body.js'
+import type { PlantRecord, SaveOutcome } from './store/plant-repository.js'
+
+/** Something that durably saves plants: the repository, or a group commit in front of it. */
+export interface PlantWriter {
+  /**
+   * Saves one plant; resolves once it is committed durably.
+   * @throws when the store fails; nothing of the plant is then stored.
+   */
+  save(plant: PlantRecord): Promise<SaveOutcome>
+}
+
+/** Implements the operations of openapi.yaml. */
+export class PlantService {
+  /** @param writer - where plants are stored. */
+  constructor(private readonly writer: PlantWriter) {}
+
+  /**
+   * `createPlant` (`POST /plants`), seed "Endpoints, POST /plants".
+   *
+   * Rules (openapi.yaml, info.description and responses):
+   * - a new id is stored, then answered 200 with the Plant;
+   * - the same id with identical name and tag is an idempotent replay: 200, stored once;
+   * - the same id with a different name or tag (including a tag added or removed) is 409.
+   *
+   * @param request - body already validated as NewPlant; `id` is read exactly
+   *   (beyond 2^53) through {@link exactInteger}.
+   * @returns the stored Plant (`name`, and `tag` when it has one).
+   * @throws {HttpError} 409 on a conflicting id; the store's error (500) when it fails.
+   */
+  async createPlant(request: FastifyRequest<{ Body: NewPlant }>): Promise<Plant> {
+    const body = request.body
+    const plant: PlantRecord = { id: exactInteger(body, 'id') ?? BigInt(body.id), name: body.name, tag: body.tag ?? null }
+    const outcome = await this.writer.save(plant)
+    if (outcome.status === 'conflict') {
+      throw new HttpError(409, `A different plant with id ${plant.id} already exists`)
+    }
+    const { name, tag } = outcome.stored
+    return tag === null ? { name } : { name, tag }
+  }
+}

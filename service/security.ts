@@ -1,0 +1,43 @@
+/**
+ * The security class of fastify-openapi-glue: one method per security scheme of
+ * openapi.yaml (`components.securitySchemes`).
+ *
+ * @module
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { UnauthorizedError } from './errors.js'
+
+/** @fastify/bearer-auth's `verifyBearerAuth` (registered with `addHook: false`). */
+export type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
+
+/** Realm named in the `WWW-Authenticate` challenge (RFC 6750 §3). */
+export const REALM = 'plant-store'
+
+const bearerScheme = /^bearer /i
+
+/** Implements the security schemes of openapi.yaml. */
+export class Security {
+  /**
+   * @param verifyBearerAuth - @fastify/bearer-auth's check: constant-time comparison
+   *   against the configured tokens, scheme name matched case-insensitively
+   *   (`specCompliance: 'rfc6749'`, as RFC 9110 §11.1 requires).
+   */
+  constructor(private readonly verifyBearerAuth: VerifyBearerAuth) {}
+
+  /**
+   * `bearerAuth`: HTTP bearer (seed "Authentication"). Runs in `onRequest`, before
+   * the body is read (see `app.ts`).
+   *
+   * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge: without an
+   *   error code when no bearer token was sent, with `error="invalid_token"` when
+   *   the token sent is not valid.
+   */
+  async bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const failure = await new Promise<Error | undefined>((resolve) => {
+      this.verifyBearerAuth(request, reply, resolve)
+    })
+    if (failure !== undefined) {
+      throw new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? ''))
+    }
+  }
+}

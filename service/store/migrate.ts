@@ -1,0 +1,39 @@
+/**
+ * Applies the store's migrations with Kysely's Migrator. On PostgreSQL the
+ * Migrator holds an advisory lock, so when several replicas start at once one
+ * applies and the others wait; on SQLite the database's write lock serializes them.
+ *
+ * @module
+ */
+import { type Kysely, type MigrationResultSet, Migrator } from 'kysely'
+import { migrations } from './migrations/index.js'
+
+/** The store cannot be migrated; the message says why. */
+export class MigrationError extends Error {
+  override readonly name = 'MigrationError'
+}
+
+/**
+ * Brings the store's schema to the newest migration this release knows.
+ *
+ * @param db - the store.
+ * @returns names of the migrations applied now (empty when it was up to date).
+ * @throws {MigrationError} when the database was migrated by a newer release (it
+ *   has migrations this code does not know) or a migration fails.
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely migrations take a schema-less instance
+export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+  const result: MigrationResultSet = await migrator.migrateToLatest()
+  if (result.error !== undefined) {
+    const message = (result.error as Error).message
+    const missing = /previously executed migration (\S+) is missing/.exec(message)
+    throw new MigrationError(
+      missing
+        ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start`
+        : `Migration failed: ${message}`,
+      { cause: result.error },
+    )
+  }
+  return (result.results ?? []).map((migration) => migration.migrationName)
+}

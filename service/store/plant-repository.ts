@@ -1,0 +1,80 @@
+/**
+ * The plant repository: stores plants and decides, in the database, whether a
+ * create is new, an idempotent replay, or a conflict. Dialect-free Kysely code.
+ *
+ * @module
+ */
+import type { Kysely } from 'kysely'
+import type { StoreSchema } from './schema.js'
+
+/** A plant as stored: the NewPlant of the contract with an exact id. */
+export interface PlantRecord {
+  /** Signed 64-bit id, exact. */
+  readonly id: bigint
+  readonly name: string
+  /** `null` when the plant has no tag. */
+  readonly tag: string | null
+}
+
+/**
+ * What saving one plant did:
+ * - `created`: it was stored now;
+ * - `replayed`: the same id with the same content was already stored (idempotent replay);
+ * - `conflict`: the same id is stored with different content; `stored` is what is there.
+ */
+export type SaveOutcome =
+  | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
+  | { readonly status: 'conflict'; readonly stored: PlantRecord }
+
+/** Stores plants; rows are immutable once committed. */
+export class PlantRepository {
+  /** @param db - the open store, migrated. */
+  constructor(private readonly db: Kysely<StoreSchema>) {}
+
+  /**
+   * Saves one plant in its own transaction; see {@link PlantRepository.saveAll}.
+   * @returns whether it was created, replayed or in conflict; durable when resolved.
+   */
+  async save(plant: PlantRecord): Promise<SaveOutcome> {
+    const [outcome] = await this.saveAll([plant])
+    return outcome!
+  }
+
+  /**
+   * Saves plants in one transaction (one commit, one fsync), so that several
+   * concurrent creates cost one durable write. The database's primary key decides
+   * which of several writers of one id wins; every other gets `replayed` or
+   * `conflict` by comparing content. Within one call, the first plant of an id is
+   * the one inserted and later ones compare against it.
+   *
+   * @param plants - plants to save, any ids (duplicates allowed).
+   * @returns one outcome per plant, in order. All are durable when the promise resolves.
+   * @throws the database's error when the transaction fails; then nothing of it is stored.
+   */
+  async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
+    const first = new Map<string, PlantRecord>()
+    for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
+    const candidates = [...first.values()]
+    const existing = await this.db.transaction().execute(async (trx) => {
+      const inserted = await trx
+        .insertInto('plant')
+        .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
+        .onConflict((conflict) => conflict.column('id').doNothing())
+        .returning('id')
+        .execute()
+      const insertedIds = new Set(inserted.map((row) => String(row.id)))
+      const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
+      const rows = others.length === 0 ? [] : await trx.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
+      return new Map(rows.map((row) => [String(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
+    })
+    const firstSeen = new Set<string>()
+    return plants.map((plant) => {
+      const key = String(plant.id)
+      const stored = existing.get(key) ?? first.get(key)!
+      const isFirst = !firstSeen.has(key)
+      firstSeen.add(key)
+      if (stored.name !== plant.name || stored.tag !== plant.tag) return { status: 'conflict', stored }
+      return { status: isFirst && !existing.has(key) ? 'created' : 'replayed', stored }
+    })
+  }
+}
