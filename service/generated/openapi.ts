@@ -130,6 +130,19 @@ export interface components {
             };
         };
         /**
+         * @description This bearer token has used up its request budget for the current window
+         *     (RFC 6585 §4). Retry after the number of seconds in `Retry-After`.
+         */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The service failed in a way no request should cause. The plant may not
          *     have been stored; retrying with the same body is safe.
          */
@@ -141,10 +154,27 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /**
+         * @description The store is unreachable, or the service is overloaded or shutting down.
+         *     Nothing was stored. Retry after the number of seconds in `Retry-After`;
+         *     retrying with the same body is safe.
+         */
+        ServiceUnavailable: {
+            headers: {
+                "Retry-After": components["headers"]["Retry-After"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: never;
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Seconds to wait before retrying (RFC 9110 §10.2.3). */
+        "Retry-After": number;
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -177,7 +207,9 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalServerError"];
+            503: components["responses"]["ServiceUnavailable"];
         };
     };
 }

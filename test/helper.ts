@@ -1,0 +1,80 @@
+/**
+ * Test helpers: build the application for one test, and check responses against
+ * the schemas openapi.yaml declares for their status.
+ *
+ * @module
+ */
+import { join } from 'node:path'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { type AppConfig, createApp } from '../service/app.js'
+import { loadContract } from '../service/contract.js'
+
+/** A test's tap object, as much of it as the helpers need. */
+export interface TestContext {
+  testdir(fixture?: object): string
+  teardown(fn: () => unknown): void
+}
+
+/** A token valid in every app built by {@link build}. */
+export const TOKEN = 'test-token-0123456789abcdef'
+/** A second valid token (rotation). */
+export const OTHER_TOKEN = 'rotated-token-0123456789abcdef'
+
+/** Headers of an authenticated JSON request. */
+export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
+
+/**
+ * Builds the application on a fresh data directory, closed when the test ends.
+ * @param overrides - configuration to change; `dataDir` reuses a directory.
+ */
+export async function build(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<FastifyInstance> {
+  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, dataDir: join(t.testdir(), 'data'), ...overrides })
+  t.teardown(() => app.close())
+  return app
+}
+
+const contract = loadContract()
+const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true })
+ajv.addFormat('int32', true).addFormat('int64', true)
+ajv.addSchema(contract, 'contract')
+
+/** Resolves a local JSON pointer (`#/a/b`) in the contract. */
+function resolve(pointer: string): Record<string, unknown> {
+  return pointer
+    .slice(2)
+    .split('/')
+    .reduce<Record<string, unknown>>((node, part) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')] as Record<string, unknown>, contract)
+}
+
+/**
+ * Checks a response of `POST /plants` against the contract: its status is declared,
+ * its content type is the declared one, and its body matches the declared schema.
+ *
+ * @returns a list of problems; empty when the response conforms.
+ */
+export function contractViolations(response: LightMyRequestResponse | { statusCode: number; headers: Record<string, unknown>; body: string }): string[] {
+  const responses = (contract.paths['/plants']!.post as { responses: Record<string, { $ref?: string }> }).responses
+  const declared = responses[String(response.statusCode)]
+  if (declared === undefined) return [`status ${response.statusCode} is not declared`]
+  const pointer = declared.$ref ?? `#/paths/~1plants/post/responses/${response.statusCode}`
+  const media = (resolve(pointer).content as Record<string, unknown>)['application/json']
+  const problems: string[] = []
+  if (!String(response.headers['content-type']).startsWith('application/json')) {
+    problems.push(`content type ${String(response.headers['content-type'])} is not application/json`)
+  }
+  const validate = ajv.getSchema(`contract${pointer}/content/application~1json/schema`) ?? ajv.compile({ $ref: `contract${pointer}/content/application~1json/schema` })
+  if (media === undefined || !validate(JSON.parse(response.body))) problems.push(ajv.errorsText(validate.errors))
+  return problems
+}
+
+/**
+ * Builds the application and listens on a free loopback port, for tests over a
+ * real socket.
+ * @returns the app and its base URL, e.g. `http://127.0.0.1:41234`.
+ */
+export async function listen(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string }> {
+  const app = await build(t, overrides)
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url }
+}
