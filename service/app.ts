@@ -21,10 +21,12 @@ import { PlantService } from './plant-service.js'
 import { Security } from './security.js'
 import { openStore } from './store/database.js'
 import { migrateToLatest } from './store/migrate.js'
+import { GroupCommit } from './store/group-commit.js'
 import { PlantRepository } from './store/plant-repository.js'
 
-/** The part of {@link Config} the application needs. */
-export type AppConfig = Pick<Config, 'tokens' | 'bodyLimit' | 'dataDir'>
+/** The part of {@link Config} the application needs; store settings beyond `dataDir` are optional. */
+export type AppConfig = Pick<Config, 'tokens' | 'bodyLimit' | 'dataDir'> &
+  Partial<Pick<Config, 'databaseUrl' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs' | 'migrateOnStart' | 'groupCommitMaxBatch'>>
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
@@ -35,7 +37,7 @@ const ALL_METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'P
  * Creates the application: a Fastify instance with the contract's routes, security,
  * validation, serialization, Swagger UI and the migrated store. Not yet listening.
  *
- * @param config - tokens, body limit (bytes) and data directory.
+ * @param config - tokens, body limit (bytes), and the store: data directory, or PostgreSQL URL and pool settings.
  * @param logger - Fastify logger option (pino options, or `false`).
  * @returns the instance, ready; `close()` closes the store.
  * @throws when the contract is invalid or the store cannot be opened or migrated.
@@ -64,9 +66,9 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     }
   })
 
-  const store = openStore({ dataDir: config.dataDir })
-  app.addHook('onClose', () => store.destroy())
-  await migrateToLatest(store)
+  const store = openStore({ ...config, onIdleError: (err) => app.log.warn({ err }, 'store connection lost while idle') })
+  app.addHook('onClose', () => store.close())
+  if (config.migrateOnStart ?? true) await migrateToLatest(store.db)
 
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
@@ -81,7 +83,12 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const contract = loadContract()
   await app.register(openapiGlue, {
     specification: structuredClone(contract),
-    serviceHandlers: new PlantService(new PlantRepository(store)),
+    serviceHandlers: new PlantService(
+      new GroupCommit(new PlantRepository(store), {
+        maxBatch: config.groupCommitMaxBatch ?? 100,
+        maxInFlight: store.dialect === 'sqlite' ? 1 : (config.poolSize ?? 10),
+      }),
+    ),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
   for (const [url, methods] of routesByUrl) {

@@ -25,6 +25,13 @@ const environmentSchema = {
       default: 'info',
     },
     SHUTDOWN_GRACE_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
+    DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
+    DATABASE_URL_FILE: { type: 'string', minLength: 1 },
+    DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
+    DATABASE_STATEMENT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 3600000, default: 5000 },
+    DATABASE_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 600000, default: 2000 },
+    MIGRATE_ON_START: { type: 'boolean', default: true },
+    GROUP_COMMIT_MAX_BATCH: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
   },
 } as const
 
@@ -48,6 +55,18 @@ export interface Config {
   readonly logLevel: string
   /** `SHUTDOWN_GRACE_MS`: milliseconds in-flight requests get after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number
+  /** `DATABASE_URL` (or the file `DATABASE_URL_FILE` names): PostgreSQL instead of the embedded store. A secret. */
+  readonly databaseUrl: string | undefined
+  /** `DATABASE_POOL_SIZE`: most PostgreSQL connections per process. */
+  readonly poolSize: number
+  /** `DATABASE_STATEMENT_TIMEOUT_MS`: milliseconds before PostgreSQL cancels a statement. */
+  readonly statementTimeoutMs: number
+  /** `DATABASE_CONNECT_TIMEOUT_MS`: milliseconds to wait for a PostgreSQL connection; then 503. */
+  readonly connectTimeoutMs: number
+  /** `MIGRATE_ON_START`: apply pending migrations at start-up (else `npm run migrate` does). */
+  readonly migrateOnStart: boolean
+  /** `GROUP_COMMIT_MAX_BATCH`: most creates written in one transaction (1 turns group commit off). */
+  readonly groupCommitMaxBatch: number
 }
 
 /** A configuration value is missing or invalid; the message says which and why. */
@@ -111,6 +130,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     bodyLimit: raw.BODY_LIMIT as number,
     logLevel: raw.LOG_LEVEL as string,
     shutdownGraceMs: raw.SHUTDOWN_GRACE_MS as number,
+    databaseUrl: readDatabaseUrl(raw.DATABASE_URL as string | undefined, raw.DATABASE_URL_FILE as string | undefined),
+    poolSize: raw.DATABASE_POOL_SIZE as number,
+    statementTimeoutMs: raw.DATABASE_STATEMENT_TIMEOUT_MS as number,
+    connectTimeoutMs: raw.DATABASE_CONNECT_TIMEOUT_MS as number,
+    migrateOnStart: raw.MIGRATE_ON_START as boolean,
+    groupCommitMaxBatch: raw.GROUP_COMMIT_MAX_BATCH as number,
   }
 }
 
@@ -119,10 +144,23 @@ function splitTokens(text: string): string[] {
 }
 
 function readTokenFile(path: string | undefined): string[] {
-  if (path === undefined) return []
+  return path === undefined ? [] : splitTokens(readSecretFile('PLANT_STORE_TOKENS_FILE', path))
+}
+
+function readDatabaseUrl(url: string | undefined, path: string | undefined): string | undefined {
+  if (path === undefined) return url
+  const fromFile = readSecretFile('DATABASE_URL_FILE', path).trim()
+  if (!/^postgres(ql)?:\/\//.test(fromFile)) {
+    throw new ConfigError('Invalid configuration: DATABASE_URL_FILE must contain a postgres:// URL')
+  }
+  return fromFile
+}
+
+/** Reads a secret file (container secrets); the error names the variable, never the content. */
+function readSecretFile(variable: string, path: string): string {
   try {
-    return splitTokens(readFileSync(path, 'utf8'))
+    return readFileSync(path, 'utf8')
   } catch (error) {
-    throw new ConfigError(`Invalid configuration: PLANT_STORE_TOKENS_FILE cannot be read (${(error as NodeJS.ErrnoException).code})`)
+    throw new ConfigError(`Invalid configuration: ${variable} cannot be read (${(error as NodeJS.ErrnoException).code})`)
   }
 }

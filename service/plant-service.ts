@@ -9,7 +9,7 @@ import type { FastifyRequest } from 'fastify'
 import type { NewPlant, Plant } from './contract.js'
 import { HttpError } from './errors.js'
 import { exactInteger } from './json-body.js'
-import type { PlantRecord, SaveOutcome } from './store/plant-repository.js'
+import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
 
 /** Something that durably saves plants: the repository, or a group commit in front of it. */
 export interface PlantWriter {
@@ -36,12 +36,16 @@ export class PlantService {
    * @param request - body already validated as NewPlant; `id` is read exactly
    *   (beyond 2^53) through {@link exactInteger}.
    * @returns the stored Plant (`name`, and `tag` when it has one).
-   * @throws {HttpError} 409 on a conflicting id; the store's error (500) when it fails.
+   * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the
+   *   store is unavailable; the store's own error (500) for any other failure.
    */
   async createPlant(request: FastifyRequest<{ Body: NewPlant }>): Promise<Plant> {
     const body = request.body
     const plant: PlantRecord = { id: exactInteger(body, 'id') ?? BigInt(body.id), name: body.name, tag: body.tag ?? null }
-    const outcome = await this.writer.save(plant)
+    const outcome = await this.writer.save(plant).catch((error: unknown) => {
+      if (error instanceof StoreUnavailableError) throw new HttpError(503, 'The store is unavailable; retry later', { 'retry-after': '1' })
+      throw error
+    })
     if (outcome.status === 'conflict') {
       throw new HttpError(409, `A different plant with id ${plant.id} already exists`)
     }

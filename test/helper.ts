@@ -4,16 +4,46 @@
  *
  * @module
  */
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import pg from 'pg'
+import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../service/app.js'
 import { loadContract } from '../service/contract.js'
 
 /** A test's tap object, as much of it as the helpers need. */
-export interface TestContext {
-  testdir(fixture?: object): string
-  teardown(fn: () => unknown): void
+export type TestContext = Pick<Test, 'testdir' | 'teardown'>
+
+/**
+ * `TEST_DATABASE_URL`: when set (`postgres://…`), every app the helpers build stores
+ * into PostgreSQL, each in a schema of its own; unset, into the embedded store.
+ */
+export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
+
+/**
+ * A fresh store for one test: a data directory, and with {@link TEST_DATABASE_URL}
+ * an empty PostgreSQL schema (dropped at teardown) that the URL selects through
+ * `search_path`. Pass the result to {@link build} to share it between apps.
+ */
+export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
+  const dataDir = join(t.testdir(), 'data')
+  if (TEST_DATABASE_URL === undefined) return { dataDir }
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
+  await admin.connect()
+  await admin.query(`create schema ${schema}`)
+  await admin.end()
+  t.teardown(async () => {
+    const cleanup = new pg.Client({ connectionString: TEST_DATABASE_URL })
+    await cleanup.connect()
+    await cleanup.query(`drop schema ${schema} cascade`)
+    await cleanup.end()
+  })
+  const url = new URL(TEST_DATABASE_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return { dataDir, databaseUrl: url.toString() }
 }
 
 /** A token valid in every app built by {@link build}. */
@@ -25,11 +55,14 @@ export const OTHER_TOKEN = 'rotated-token-0123456789abcdef'
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
 /**
- * Builds the application on a fresh data directory, closed when the test ends.
- * @param overrides - configuration to change; `dataDir` reuses a directory.
+ * Builds the application on a fresh store (see {@link freshStore}), closed when the
+ * test ends.
+ * @param overrides - configuration to change; `dataDir`/`databaseUrl` (e.g. from
+ *   {@link freshStore}) reuse a store, to restart on the same data.
  */
 export async function build(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<FastifyInstance> {
-  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, dataDir: join(t.testdir(), 'data'), ...overrides })
+  const store = overrides.dataDir === undefined && overrides.databaseUrl === undefined ? await freshStore(t) : {}
+  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, ...store, ...overrides } as AppConfig)
   t.teardown(() => app.close())
   return app
 }

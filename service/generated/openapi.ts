@@ -31,12 +31,14 @@ export interface components {
     schemas: {
         Plant: {
             /**
-             * @description The name of the plant
+             * @description The name of the plant. Any Unicode text except the NUL character and
+             *     unpaired surrogates, which cannot be stored as UTF-8 text.
              * @example Monstera deliciosa
              */
             name: string;
             /**
-             * @description Tag that specifies the type
+             * @description Tag that specifies the type. Any Unicode text except the NUL character
+             *     and unpaired surrogates.
              * @example indoor
              */
             tag?: string;

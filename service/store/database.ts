@@ -5,34 +5,70 @@
  * - embedded (default): SQLite through better-sqlite3, in `<dataDir>/plants.sqlite3`,
  *   WAL journal with `synchronous=FULL`, so a commit is on disk (fsync) before it
  *   returns; SQLite's file locks keep a second process on the same file correct.
+ * - PostgreSQL, when a database URL is given: `pg` Pool with a bounded size, a
+ *   statement timeout and a connection (pool acquire) timeout.
  *
  * @module
  */
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, SqliteDialect } from 'kysely'
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+import pg from 'pg'
 import type { StoreSchema } from './schema.js'
 
-/** Where the store lives. */
+/** Where the store lives and how to reach it. */
 export interface StoreOptions {
-  /** Directory of the embedded store; created when missing. */
+  /** Directory of the embedded store; created when missing. Unused with PostgreSQL. */
   readonly dataDir: string
+  /** `postgres://…` URL; when set, PostgreSQL replaces the embedded store. A secret: never logged. */
+  readonly databaseUrl?: string | undefined
+  /** Most PostgreSQL connections this process opens. */
+  readonly poolSize?: number
+  /** Milliseconds a PostgreSQL statement may run before the server cancels it. */
+  readonly statementTimeoutMs?: number
+  /** Milliseconds to wait for a PostgreSQL connection (new, or free in a full pool). */
+  readonly connectTimeoutMs?: number
+  /** Told of connection errors that happen while no query runs (a dropped idle connection). */
+  readonly onIdleError?: (error: Error) => void
+}
+
+/** An open store: the Kysely instance and what only the dialect knows. */
+export interface Store {
+  readonly db: Kysely<StoreSchema>
+  readonly dialect: 'sqlite' | 'postgres'
+  /**
+   * Whether an error means the store cannot be reached or is overloaded now (a retry
+   * later may succeed), rather than a fault of the service.
+   */
+  isUnavailable(error: unknown): boolean
+  /** Round trip to the store; rejects when it is unreachable (readiness). */
+  ping(): Promise<void>
+  /** Closes every connection. */
+  close(): Promise<void>
 }
 
 /** File name of the embedded store inside the data directory. */
 export const SQLITE_FILE = 'plants.sqlite3'
 
 /**
- * Opens the embedded store, creating its data directory when needed.
+ * Opens the store named by the options: PostgreSQL when `databaseUrl` is set,
+ * else the embedded SQLite store (creating its data directory).
  *
- * @returns a Kysely instance; `destroy()` closes it.
- * @throws when the directory cannot be created or the file cannot be opened.
+ * @throws when the data directory cannot be created. Connections are opened lazily;
+ *   an unreachable database shows on first use.
  */
-export function openStore(options: StoreOptions): Kysely<StoreSchema> {
-  mkdirSync(options.dataDir, { recursive: true })
-  const file = join(options.dataDir, SQLITE_FILE)
-  return new Kysely<StoreSchema>({
+export function openStore(options: StoreOptions): Store {
+  return options.databaseUrl === undefined ? openSqlite(options.dataDir) : openPostgres(options)
+}
+
+/** SQLite result codes that mean "another connection holds the lock; try later". */
+const SQLITE_UNAVAILABLE = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
+
+function openSqlite(dataDir: string): Store {
+  mkdirSync(dataDir, { recursive: true })
+  const file = join(dataDir, SQLITE_FILE)
+  const db = new Kysely<StoreSchema>({
     dialect: new SqliteDialect({
       database: () => {
         const database = new SQLite(file, { timeout: 5000 })
@@ -44,4 +80,45 @@ export function openStore(options: StoreOptions): Kysely<StoreSchema> {
       },
     }),
   })
+  return {
+    db,
+    dialect: 'sqlite',
+    isUnavailable: (error) => SQLITE_UNAVAILABLE.has((error as { code?: string }).code ?? ''),
+    ping: () => sql`select 1`.execute(db).then(() => undefined),
+    close: () => db.destroy(),
+  }
+}
+
+/**
+ * PostgreSQL SQLSTATE classes and codes that mean the server cannot serve now:
+ * 08 connection exception, 53 insufficient resources, 57P01–57P03 shutdown / cannot
+ * connect now, 57014 statement timeout (query_canceled).
+ */
+function isPostgresUnavailable(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code
+  if (typeof code === 'string' && /^(08|53|57P0[1-3]|57014)/.test(code)) return true
+  if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true // ECONNREFUSED, ETIMEDOUT, ECONNRESET, ...
+  const message = error instanceof Error ? error.message : ''
+  // pg's own errors have no code: pool acquire timeout, connection ended mid-query.
+  return /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error/i.test(message)
+}
+
+function openPostgres(options: StoreOptions): Store {
+  const pool = new pg.Pool({
+    connectionString: options.databaseUrl,
+    max: options.poolSize ?? 10,
+    statement_timeout: options.statementTimeoutMs ?? 5000,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+  })
+  // An idle connection that the server drops emits 'error' on the pool; without a
+  // listener that would crash the process. The pool replaces it on next use.
+  pool.on('error', options.onIdleError ?? (() => {}))
+  const db = new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) })
+  return {
+    db,
+    dialect: 'postgres',
+    isUnavailable: isPostgresUnavailable,
+    ping: () => sql`select 1`.execute(db).then(() => undefined),
+    close: () => db.destroy(),
+  }
 }

@@ -4,8 +4,7 @@
  *
  * @module
  */
-import type { Kysely } from 'kysely'
-import type { StoreSchema } from './schema.js'
+import type { Store } from './database.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */
 export interface PlantRecord {
@@ -26,19 +25,15 @@ export type SaveOutcome =
   | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
   | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
+/** The store cannot be reached or is overloaded; nothing was stored. A retry later may succeed. */
+export class StoreUnavailableError extends Error {
+  override readonly name = 'StoreUnavailableError'
+}
+
 /** Stores plants; rows are immutable once committed. */
 export class PlantRepository {
-  /** @param db - the open store, migrated. */
-  constructor(private readonly db: Kysely<StoreSchema>) {}
-
-  /**
-   * Saves one plant in its own transaction; see {@link PlantRepository.saveAll}.
-   * @returns whether it was created, replayed or in conflict; durable when resolved.
-   */
-  async save(plant: PlantRecord): Promise<SaveOutcome> {
-    const [outcome] = await this.saveAll([plant])
-    return outcome!
-  }
+  /** @param store - the open store, migrated. */
+  constructor(private readonly store: Store) {}
 
   /**
    * Saves plants in one transaction (one commit, one fsync), so that several
@@ -49,13 +44,24 @@ export class PlantRepository {
    *
    * @param plants - plants to save, any ids (duplicates allowed).
    * @returns one outcome per plant, in order. All are durable when the promise resolves.
-   * @throws the database's error when the transaction fails; then nothing of it is stored.
+   * @throws {StoreUnavailableError} when the store is unreachable or overloaded;
+   *   the database's own error for any other failure. Either way the transaction
+   *   is rolled back: nothing of it is stored.
    */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
+    try {
+      return await this.transact(plants)
+    } catch (error) {
+      if (this.store.isUnavailable(error)) throw new StoreUnavailableError('The store is unavailable', { cause: error })
+      throw error
+    }
+  }
+
+  private async transact(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
     const candidates = [...first.values()]
-    const existing = await this.db.transaction().execute(async (trx) => {
+    const existing = await this.store.db.transaction().execute(async (trx) => {
       const inserted = await trx
         .insertInto('plant')
         .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))

@@ -1,0 +1,91 @@
+/**
+ * Group commit: creates that arrive together are written in one transaction (one
+ * commit, one fsync, one round trip), and each caller is answered only after that
+ * transaction has committed, with its own outcome (created, replayed, conflict).
+ *
+ * Batches form naturally: a save waits at most for the end of the current event
+ * loop turn (`setImmediate`) when a connection is free, so an idle service adds no
+ * latency; while every connection is busy, arrivals queue and go out together in
+ * the next batch. Batches are bounded by `maxBatch`.
+ *
+ * @module
+ */
+import type { PlantRecord, SaveOutcome } from './plant-repository.js'
+import { StoreUnavailableError } from './plant-repository.js'
+
+/** What group commit needs of the repository. */
+export interface BatchWriter {
+  /** Saves plants in one transaction; all or nothing. */
+  saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
+}
+
+/** Limits of group commit. */
+export interface GroupCommitOptions {
+  /** Most plants in one transaction (≥ 1). */
+  readonly maxBatch: number
+  /** Most transactions in flight at once (≥ 1): 1 for SQLite's one writer, the pool size for PostgreSQL. */
+  readonly maxInFlight: number
+}
+
+interface Pending {
+  readonly plant: PlantRecord
+  readonly resolve: (outcome: SaveOutcome) => void
+  readonly reject: (error: unknown) => void
+}
+
+/** A {@link BatchWriter} front that batches concurrent saves. */
+export class GroupCommit {
+  private queue: Pending[] = []
+  private inFlight = 0
+  private scheduled = false
+
+  constructor(
+    private readonly writer: BatchWriter,
+    private readonly options: GroupCommitOptions,
+  ) {}
+
+  /**
+   * Saves one plant as part of the next batch.
+   *
+   * @returns its own outcome, once its batch has committed durably.
+   * @throws {StoreUnavailableError} when the store is unavailable (the whole batch
+   *   failed; nothing of it is stored); another error when this plant's own write
+   *   fails. A batch that fails for another reason is retried plant by plant, so
+   *   one bad write cannot fail its neighbours.
+   */
+  save(plant: PlantRecord): Promise<SaveOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ plant, resolve, reject })
+      this.schedule()
+    })
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return
+    this.scheduled = true
+    setImmediate(() => {
+      this.scheduled = false
+      while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+        void this.write(this.queue.splice(0, this.options.maxBatch))
+      }
+    })
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    this.inFlight++
+    try {
+      const outcomes = await this.writer.saveAll(batch.map((pending) => pending.plant))
+      batch.forEach((pending, index) => pending.resolve(outcomes[index]!))
+    } catch (error) {
+      if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        for (const pending of batch) pending.reject(error)
+      } else {
+        // Find the culprit: each plant alone, in order (same-id replays still compare).
+        for (const pending of batch) await this.write([pending])
+      }
+    } finally {
+      this.inFlight--
+      this.schedule()
+    }
+  }
+}
