@@ -3,49 +3,92 @@
  * `server.ts` for the process). Tests build it too and use `inject` or `listen`.
  *
  * The path of one request (STYLE.md):
- * `onRequest` bearerAuth → parse (exact JSON) → validate NewPlant → PlantService.createPlant
- * → PlantRepository → store; any failure → `errorHandler` → `Error` body.
+ * `onRequest` bearerAuth → rate limit → parse (exact JSON) → validate NewPlant →
+ * PlantService.createPlant → group commit → PlantRepository → store; any failure →
+ * `errorHandler` → `Error` body.
  *
  * @module
  */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
 import bearerAuth from '@fastify/bearer-auth'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import Fastify, { type FastifyInstance, type FastifyServerOptions, type HTTPMethods, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type HTTPMethods, type onRequestAsyncHookHandler, type RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { Config } from './config.js'
 import { loadContract } from './contract.js'
-import { HttpError, UNSUPPORTED_MEDIA_TYPE, errorHandler, notFoundHandler } from './errors.js'
+import { errorHandler, HttpError, notFoundHandler, UNSUPPORTED_MEDIA_TYPE } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
+import { Metrics, registerOperations } from './operations.js'
 import { PlantService } from './plant-service.js'
+import { type ProtectionConfig, registerProtection } from './protection.js'
 import { Security } from './security.js'
 import { openStore } from './store/database.js'
-import { migrateToLatest } from './store/migrate.js'
 import { GroupCommit } from './store/group-commit.js'
+import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
 
-/** The part of {@link Config} the application needs; store settings beyond `dataDir` are optional. */
+/**
+ * The part of {@link Config} the application needs: tokens, body limit and data
+ * directory are required; everything else has the defaults of `config.ts`.
+ */
 export type AppConfig = Pick<Config, 'tokens' | 'bodyLimit' | 'dataDir'> &
-  Partial<Pick<Config, 'databaseUrl' | 'poolSize' | 'statementTimeoutMs' | 'connectTimeoutMs' | 'migrateOnStart' | 'groupCommitMaxBatch'>>
+  Partial<
+    Pick<
+      Config,
+      | 'databaseUrl'
+      | 'poolSize'
+      | 'statementTimeoutMs'
+      | 'connectTimeoutMs'
+      | 'migrateOnStart'
+      | 'groupCommitMaxBatch'
+      | 'trustProxy'
+      | 'keepAliveTimeoutMs'
+      | 'requestTimeoutMs'
+      | 'headersTimeoutMs'
+      | 'connectionTimeoutMs'
+    >
+  > &
+  Partial<ProtectionConfig>
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
 
 const ALL_METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']
 
+/** An `X-Request-Id` we accept from a client or gateway; anything else is replaced. */
+const requestIdPattern = /^[\w\-.:]{1,128}$/
+
+/** Request id: the caller's `X-Request-Id` when well-formed, else a new UUID. */
+function requestId(request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
+}
+
 /**
  * Creates the application: a Fastify instance with the contract's routes, security,
- * validation, serialization, Swagger UI and the migrated store. Not yet listening.
+ * validation, serialization, Swagger UI, operations endpoints, protections and the
+ * migrated store. Not yet listening.
  *
- * @param config - tokens, body limit (bytes), and the store: data directory, or PostgreSQL URL and pool settings.
+ * @param config - see {@link AppConfig}.
  * @param logger - Fastify logger option (pino options, or `false`).
- * @returns the instance, ready; `close()` closes the store.
+ * @returns the instance, ready; `close()` drains it and closes the store.
  * @throws when the contract is invalid or the store cannot be opened or migrated.
  */
 export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
+    // A hop count is valid (Fastify docs, "trustProxy") though the typings omit number.
+    trustProxy: (config.trustProxy ?? false) as boolean,
+    genReqId: requestId,
+    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    keepAliveTimeout: config.keepAliveTimeoutMs ?? 72000,
+    requestTimeout: config.requestTimeoutMs ?? 30000,
+    connectionTimeout: config.connectionTimeoutMs ?? 0,
+    // Draining is answered by registerOperations with the contract's Error body.
+    return503OnClosing: false,
     ajv: {
       // No coercion: a string is not an integer, null is not a string (issue: strict validation).
       customOptions: { coerceTypes: false },
@@ -53,8 +96,12 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
       onCreate: (ajv) => ajv.addFormat('int64', int64Format),
     },
   })
+  app.server.headersTimeout = config.headersTimeoutMs ?? 10000
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
 
   // Only JSON, parsed exactly; any other media type, or a body without one, is 415.
   app.removeAllContentTypeParsers()
@@ -68,27 +115,45 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
 
   const store = openStore({ ...config, onIdleError: (err) => app.log.warn({ err }, 'store connection lost while idle') })
   app.addHook('onClose', () => store.close())
-  if (config.migrateOnStart ?? true) await migrateToLatest(store.db)
+  try {
+    if (config.migrateOnStart ?? true) await migrateToLatest(store.db)
+  } catch (error) {
+    await app.close()
+    throw error
+  }
 
+  const metrics = new Metrics()
+  registerOperations(app, store, metrics)
+  const limitRate = await registerProtection(app, {
+    rateLimitMax: config.rateLimitMax ?? 0,
+    rateLimitWindowMs: config.rateLimitWindowMs ?? 60000,
+    rateLimitRedisUrl: config.rateLimitRedisUrl,
+    loadShedMaxEventLoopDelayMs: config.loadShedMaxEventLoopDelayMs ?? 0,
+    loadShedMaxHeapBytes: config.loadShedMaxHeapBytes ?? 0,
+    corsOrigins: config.corsOrigins ?? [],
+  })
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
   const routesByUrl = new Map<string, HTTPMethods[]>()
   app.addHook('onRoute', (route) => {
     if (route.schema?.operationId === undefined) return
-    authenticateFirst(route)
+    authenticateFirst(route, limitRate)
     requireBody(route)
     routesByUrl.set(route.url, [...(routesByUrl.get(route.url) ?? []), ...[route.method].flat()])
   })
 
   const contract = loadContract()
+  const writer = new GroupCommit(new PlantRepository(store), {
+    maxBatch: config.groupCommitMaxBatch ?? 100,
+    maxInFlight: store.dialect === 'sqlite' ? 1 : (config.poolSize ?? 10),
+    onBatch: (size, seconds, failed) => {
+      metrics.batchSize.observe(size)
+      metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
+    },
+  })
   await app.register(openapiGlue, {
     specification: structuredClone(contract),
-    serviceHandlers: new PlantService(
-      new GroupCommit(new PlantRepository(store), {
-        maxBatch: config.groupCommitMaxBatch ?? 100,
-        maxInFlight: store.dialect === 'sqlite' ? 1 : (config.poolSize ?? 10),
-      }),
-    ),
+    serviceHandlers: new PlantService(writer, (outcome) => metrics.creates.inc({ outcome })),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
   for (const [url, methods] of routesByUrl) {
@@ -113,11 +178,12 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
  * glue runs security handlers as a `preHandler`, after the body is parsed and
  * validated (fastify-openapi-glue #619). Moving them to `onRequest` decides
  * authentication before the body is read: an unauthenticated request gets 401
- * whatever it carries, and no unauthenticated body is ever parsed.
+ * whatever it carries, and no unauthenticated body is ever parsed. The per-token
+ * rate limit runs right after, so it counts authenticated requests only.
  */
-function authenticateFirst(route: RouteOptions): void {
+function authenticateFirst(route: RouteOptions, limitRate: onRequestAsyncHookHandler | undefined): void {
   if (route.preHandler === undefined) return
-  route.onRequest = [...[route.onRequest ?? []].flat(), ...[route.preHandler].flat()]
+  route.onRequest = [...[route.onRequest ?? []].flat(), ...[route.preHandler].flat(), ...(limitRate ? [limitRate] : [])]
   route.preHandler = undefined
 }
 

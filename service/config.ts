@@ -32,6 +32,17 @@ const environmentSchema = {
     DATABASE_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 600000, default: 2000 },
     MIGRATE_ON_START: { type: 'boolean', default: true },
     GROUP_COMMIT_MAX_BATCH: { type: 'integer', minimum: 1, maximum: 1000, default: 100 },
+    TRUST_PROXY: { type: 'string', default: 'false' },
+    RATE_LIMIT_MAX: { type: 'integer', minimum: 0, default: 6000 },
+    RATE_LIMIT_WINDOW_MS: { type: 'integer', minimum: 1000, maximum: 86400000, default: 60000 },
+    RATE_LIMIT_REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, default: 1000 },
+    LOAD_SHED_MAX_HEAP_BYTES: { type: 'integer', minimum: 0, default: 0 },
+    CORS_ORIGINS: { type: 'string', default: '' },
+    KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 3600000, default: 72000 },
+    REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000 },
+    HEADERS_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 3600000, default: 10000 },
+    CONNECTION_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 0 },
   },
 } as const
 
@@ -67,6 +78,31 @@ export interface Config {
   readonly migrateOnStart: boolean
   /** `GROUP_COMMIT_MAX_BATCH`: most creates written in one transaction (1 turns group commit off). */
   readonly groupCommitMaxBatch: number
+  /**
+   * `TRUST_PROXY`: whether `X-Forwarded-*` is believed: `false` (default), `true`,
+   * a hop count, or comma-separated addresses/CIDRs of the gateways (Fastify `trustProxy`).
+   */
+  readonly trustProxy: boolean | number | string[]
+  /** `RATE_LIMIT_MAX`: requests per window per bearer token; 0 turns rate limiting off. */
+  readonly rateLimitMax: number
+  /** `RATE_LIMIT_WINDOW_MS`: length of the rate-limit window, in milliseconds. */
+  readonly rateLimitWindowMs: number
+  /** `RATE_LIMIT_REDIS_URL`: Redis shared by replicas for one budget per token; unset, per process. A secret. */
+  readonly rateLimitRedisUrl: string | undefined
+  /** `LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS`: mean event-loop delay above which requests get 503; 0 off. */
+  readonly loadShedMaxEventLoopDelayMs: number
+  /** `LOAD_SHED_MAX_HEAP_BYTES`: heap use above which requests get 503; 0 off. */
+  readonly loadShedMaxHeapBytes: number
+  /** `CORS_ORIGINS`: comma-separated origins allowed by CORS; empty (default) sends no CORS headers. */
+  readonly corsOrigins: readonly string[]
+  /** `KEEP_ALIVE_TIMEOUT_MS`: idle keep-alive connection lifetime; keep above the gateway's. */
+  readonly keepAliveTimeoutMs: number
+  /** `REQUEST_TIMEOUT_MS`: most time to receive a whole request; 0 off. */
+  readonly requestTimeoutMs: number
+  /** `HEADERS_TIMEOUT_MS`: most time to receive the request headers. */
+  readonly headersTimeoutMs: number
+  /** `CONNECTION_TIMEOUT_MS`: socket inactivity timeout; 0 off. */
+  readonly connectionTimeoutMs: number
 }
 
 /** A configuration value is missing or invalid; the message says which and why. */
@@ -136,7 +172,29 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     connectTimeoutMs: raw.DATABASE_CONNECT_TIMEOUT_MS as number,
     migrateOnStart: raw.MIGRATE_ON_START as boolean,
     groupCommitMaxBatch: raw.GROUP_COMMIT_MAX_BATCH as number,
+    trustProxy: parseTrustProxy(raw.TRUST_PROXY as string),
+    rateLimitMax: raw.RATE_LIMIT_MAX as number,
+    rateLimitWindowMs: raw.RATE_LIMIT_WINDOW_MS as number,
+    rateLimitRedisUrl: raw.RATE_LIMIT_REDIS_URL as string | undefined,
+    loadShedMaxEventLoopDelayMs: raw.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS as number,
+    loadShedMaxHeapBytes: raw.LOAD_SHED_MAX_HEAP_BYTES as number,
+    corsOrigins: splitTokens(raw.CORS_ORIGINS as string),
+    keepAliveTimeoutMs: raw.KEEP_ALIVE_TIMEOUT_MS as number,
+    requestTimeoutMs: raw.REQUEST_TIMEOUT_MS as number,
+    headersTimeoutMs: raw.HEADERS_TIMEOUT_MS as number,
+    connectionTimeoutMs: raw.CONNECTION_TIMEOUT_MS as number,
   }
+}
+
+/** `TRUST_PROXY`: `true`/`false`, a hop count, or a list of addresses and CIDRs. */
+function parseTrustProxy(value: string): Config['trustProxy'] {
+  if (value === 'true' || value === 'false') return value === 'true'
+  if (/^\d+$/.test(value)) return Number(value)
+  const list = splitTokens(value)
+  if (list.length === 0 || !list.every((entry) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(entry))) {
+    throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated IP addresses/CIDRs')
+  }
+  return list
 }
 
 function splitTokens(text: string): string[] {

@@ -64,8 +64,8 @@ function isSecurityFailure(error: unknown): error is SecurityFailure {
  *
  * - {@link HttpError}: its own status, message and headers.
  * - glue's SecurityError: the first {@link HttpError} a security handler threw.
- * - Fastify's own client errors (validation 400, 413 body too large, 415 media
- *   type, empty or bad body): their status and message.
+ * - Fastify's and its plugins' client errors (validation 400, 413 body too large,
+ *   415 media type, 429 rate limit) and under-pressure's 503: their status and message.
  * - anything else: 500 with a fixed message; the cause is only logged.
  *
  * @returns `internal` is true when the error is a fault of the service.
@@ -85,7 +85,8 @@ export function toErrorResponse(error: unknown): {
   }
   const fastifyError = error as Partial<FastifyError>
   const statusCode = fastifyError.statusCode
-  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
+  // Client errors of Fastify and its plugins, and 503 of load shedding (under-pressure).
+  if (typeof statusCode === 'number' && ((statusCode >= 400 && statusCode < 500) || statusCode === 503)) {
     const message = statusCode === 415 ? UNSUPPORTED_MEDIA_TYPE : (fastifyError.message as string)
     return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
   }

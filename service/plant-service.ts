@@ -22,8 +22,14 @@ export interface PlantWriter {
 
 /** Implements the operations of openapi.yaml. */
 export class PlantService {
-  /** @param writer - where plants are stored. */
-  constructor(private readonly writer: PlantWriter) {}
+  /**
+   * @param writer - where plants are stored.
+   * @param onOutcome - told of each save's outcome (metrics).
+   */
+  constructor(
+    private readonly writer: PlantWriter,
+    private readonly onOutcome: (status: SaveOutcome['status']) => void = () => {},
+  ) {}
 
   /**
    * `createPlant` (`POST /plants`), seed "Endpoints, POST /plants".
@@ -46,6 +52,7 @@ export class PlantService {
       if (error instanceof StoreUnavailableError) throw new HttpError(503, 'The store is unavailable; retry later', { 'retry-after': '1' })
       throw error
     })
+    this.onOutcome(outcome.status)
     if (outcome.status === 'conflict') {
       throw new HttpError(409, `A different plant with id ${plant.id} already exists`)
     }

@@ -11,9 +11,20 @@ import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
 import { MigrationError } from './store/migrate.js'
 
-/** pino options: JSON lines; `authorization` never logged (it holds a token). */
+/**
+ * pino options: JSON lines, one per event, each request's lines carrying its
+ * `requestId`; human-readable (pino-pretty) only when stdout is a terminal. Headers
+ * that carry credentials are redacted wherever a serializer would log them.
+ */
 function loggerOptions(level: string) {
-  return { level, redact: { paths: ['req.headers.authorization', 'headers.authorization'], censor: '[redacted]' } }
+  return {
+    level,
+    redact: {
+      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'res.headers["set-cookie"]'],
+      censor: '[redacted]',
+    },
+    ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
+  }
 }
 
 try {

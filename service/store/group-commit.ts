@@ -25,6 +25,8 @@ export interface GroupCommitOptions {
   readonly maxBatch: number
   /** Most transactions in flight at once (≥ 1): 1 for SQLite's one writer, the pool size for PostgreSQL. */
   readonly maxInFlight: number
+  /** Told of every transaction: plants in it, duration in seconds, and whether it failed (metrics). */
+  readonly onBatch?: (size: number, seconds: number, failed: boolean) => void
 }
 
 interface Pending {
@@ -73,10 +75,14 @@ export class GroupCommit {
 
   private async write(batch: Pending[]): Promise<void> {
     this.inFlight++
+    const started = process.hrtime.bigint()
+    const observe = (failed: boolean) => this.options.onBatch?.(batch.length, Number(process.hrtime.bigint() - started) / 1e9, failed)
     try {
       const outcomes = await this.writer.saveAll(batch.map((pending) => pending.plant))
+      observe(false)
       batch.forEach((pending, index) => pending.resolve(outcomes[index]!))
     } catch (error) {
+      observe(true)
       if (batch.length === 1 || error instanceof StoreUnavailableError) {
         for (const pending of batch) pending.reject(error)
       } else {
