@@ -22,28 +22,40 @@ export type TestContext = Pick<Test, 'testdir' | 'teardown'>
  */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
+/** PostgreSQL for tests that need it whatever store the suite runs on. */
+export const POSTGRES_URL = TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+
+/** A PostgreSQL schema of one test: a URL that selects it, and a client inside it. */
+export interface PostgresSchema {
+  /** `postgres://` URL whose connections use the schema (`search_path`). */
+  readonly url: string
+  /** A connection whose `search_path` is the schema. */
+  readonly client: pg.Client
+}
+
+/** Creates an empty PostgreSQL schema, dropped (with the client closed) at teardown. */
+export async function postgresSchema(t: TestContext): Promise<PostgresSchema> {
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  await client.connect()
+  await client.query(`create schema ${schema}; set search_path to ${schema}`)
+  t.teardown(async () => {
+    await client.query(`drop schema ${schema} cascade`)
+    await client.end()
+  })
+  const url = new URL(POSTGRES_URL)
+  url.searchParams.set('options', `-c search_path=${schema}`)
+  return { url: url.toString(), client }
+}
+
 /**
  * A fresh store for one test: a data directory, and with {@link TEST_DATABASE_URL}
- * an empty PostgreSQL schema (dropped at teardown) that the URL selects through
- * `search_path`. Pass the result to {@link build} to share it between apps.
+ * an empty PostgreSQL schema. Pass the result to {@link build} to share it between apps.
  */
 export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
   const dataDir = join(t.testdir(), 'data')
   if (TEST_DATABASE_URL === undefined) return { dataDir }
-  const schema = `test_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: TEST_DATABASE_URL })
-  await admin.connect()
-  await admin.query(`create schema ${schema}`)
-  await admin.end()
-  t.teardown(async () => {
-    const cleanup = new pg.Client({ connectionString: TEST_DATABASE_URL })
-    await cleanup.connect()
-    await cleanup.query(`drop schema ${schema} cascade`)
-    await cleanup.end()
-  })
-  const url = new URL(TEST_DATABASE_URL)
-  url.searchParams.set('options', `-c search_path=${schema}`)
-  return { dataDir, databaseUrl: url.toString() }
+  return { dataDir, databaseUrl: (await postgresSchema(t)).url }
 }
 
 /** A token valid in every app built by {@link build}. */

@@ -1,0 +1,120 @@
+/**
+ * Runs the real service process (`service/server.ts`, through the same TypeScript
+ * loader and coverage hooks as the test itself) for tests over real sockets, and a
+ * TCP proxy that can cut the service off from PostgreSQL.
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer, type Server, type Socket, connect } from 'node:net'
+import type { TestContext } from './helper.js'
+
+/** A running service process. */
+export interface ServiceProcess {
+  readonly child: ChildProcess
+  /** Base URL, e.g. `http://127.0.0.1:41234`. */
+  readonly url: string
+  /** Everything the process wrote to stdout and stderr so far. */
+  output(): string
+  /** Sends a signal and resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+/**
+ * Spawns `service/server.ts` with the given environment (on top of a minimal
+ * one: PATH, NODE_OPTIONS for coverage) and waits until it listens.
+ *
+ * @throws when the process exits before listening, or does not listen in 15 s.
+ */
+export async function startService(t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
+  const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
+    env: { PATH: process.env.PATH, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const exited = once(child, 'exit')
+  t.teardown(() => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
+  })
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    const [code] = (await exited) as [number | null]
+    return code
+  }
+  const deadline = Date.now() + 15000
+  while (Date.now() < deadline) {
+    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
+    if (match) return { child, url: match[1]!, output: () => output, stop }
+    if (child.exitCode !== null) break
+    await new Promise((resolve) => setTimeout(resolve, 25))
+  }
+  child.kill('SIGKILL')
+  throw new Error(`service did not start:\n${output}`)
+}
+
+/**
+ * Waits for a process to exit.
+ * @returns its exit code and its output.
+ */
+export async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
+    env: { PATH: process.env.PATH, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, HOST: '127.0.0.1', PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const [code] = (await once(child, 'exit')) as [number | null]
+  return { code, output }
+}
+
+/** A TCP proxy in front of PostgreSQL whose link can be cut and restored. */
+export interface CuttableProxy {
+  /** `postgres://` URL through the proxy (same database and options). */
+  readonly url: string
+  /** Drops every open connection and refuses new ones. */
+  cut(): void
+  /** Accepts and forwards connections again. */
+  restore(): void
+}
+
+/** Starts a {@link CuttableProxy} to `target` on a free loopback port; closed at teardown. */
+export async function cuttableProxy(t: TestContext, target: string): Promise<CuttableProxy> {
+  const upstream = new URL(target)
+  const sockets = new Set<Socket>()
+  let open = true
+  const server: Server = createServer((client) => {
+    if (!open) return client.destroy()
+    const backend = connect(Number(upstream.port || 5432), upstream.hostname)
+    for (const socket of [client, backend]) {
+      sockets.add(socket)
+      socket.on('error', () => socket.destroy())
+      socket.on('close', () => sockets.delete(socket))
+    }
+    client.pipe(backend).pipe(client)
+    client.on('close', () => backend.destroy())
+    backend.on('close', () => client.destroy())
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  const address = server.address() as { port: number }
+  const url = new URL(target)
+  url.host = `127.0.0.1:${address.port}`
+  return {
+    url: url.toString(),
+    cut: () => {
+      open = false
+      for (const socket of sockets) socket.destroy()
+    },
+    restore: () => {
+      open = true
+    },
+  }
+}

@@ -1,0 +1,75 @@
+/**
+ * The service as a process, over real sockets: start, durability across `kill -9`
+ * and restart, token handling at start-up, graceful shutdown, and logs free of secrets.
+ */
+import { join } from 'node:path'
+import t from 'tap'
+import { TOKEN } from './helper.js'
+import { runToExit, startService } from './process-helper.js'
+
+const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
+
+async function post(url: string, body: string, auth = headers): Promise<{ status: number; body: string }> {
+  const response = await fetch(`${url}/plants`, { method: 'POST', headers: auth, body })
+  return { status: response.status, body: await response.text() }
+}
+
+t.test('a 200 means stored: plants survive kill -9 and a restart on the same data directory', async (t) => {
+  const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' }
+  const first = await startService(t, env)
+  const bodies = Array.from({ length: 20 }, (_, i) => JSON.stringify({ id: 9007199254740993 + i, name: `plant ${i}`, ...(i % 2 ? { tag: 'odd' } : {}) }).replace(/"id":\d+/, `"id":${9007199254740993n + BigInt(i)}`))
+  const created = await Promise.all(bodies.map((body) => post(first.url, body)))
+  t.same(created.map((response) => response.status), bodies.map(() => 200))
+  t.equal(await first.stop('SIGKILL'), null, 'killed, not exited')
+
+  const second = await startService(t, env)
+  const replays = await Promise.all(bodies.map((body) => post(second.url, body)))
+  t.same(replays.map((response) => response.status), bodies.map(() => 200), 'every plant is still there: identical content replays')
+  t.same(replays.map((response) => response.body), created.map((response) => response.body))
+  const conflicts = await Promise.all(bodies.map((body) => post(second.url, body.replace('plant', 'other'))))
+  t.same(conflicts.map((response) => response.status), bodies.map(() => 409), 'and different content conflicts')
+  t.equal(await second.stop(), 0)
+})
+
+t.test('SIGTERM: the process finishes, closes the store and exits 0', async (t) => {
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
+  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}')).status, 200)
+  t.equal(await service.stop('SIGTERM'), 0)
+  t.match(service.output(), /"signal":"SIGTERM".*"msg":"shutting down"/)
+})
+
+t.test('production refuses to start without a token, and says why', async (t) => {
+  const { code, output } = await runToExit({ NODE_ENV: 'production', DATA_DIR: join(t.testdir(), 'data') })
+  t.equal(code, 1)
+  t.match(output, /Refusing to start: NODE_ENV=production and no bearer token is configured/)
+})
+
+t.test('an invalid variable stops the start with a message naming it', async (t) => {
+  const { code, output } = await runToExit({ NODE_ENV: 'test', PORT: 'eighty', DATA_DIR: join(t.testdir(), 'data') })
+  t.equal(code, 1)
+  t.match(output, /PORT/)
+})
+
+t.test('development without a token generates one, prints it once with the Swagger UI address, and it works', async (t) => {
+  const service = await startService(t, { NODE_ENV: 'development', DATA_DIR: join(t.testdir(), 'data') })
+  const token = /generated a token for this run:\s+(\S+)/.exec(service.output())?.[1]
+  t.ok(token, 'a token is printed')
+  t.match(service.output(), new RegExp(`Swagger UI: ${service.url}/docs`))
+  t.equal(service.output().split(token!).length - 1, 1, 'printed exactly once')
+  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}', { ...headers, authorization: `Bearer ${token}` })).status, 200)
+  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}')).status, 401, 'no other token works')
+  await service.stop()
+})
+
+t.test('logs of a run at trace level with real tokens contain none of them', async (t) => {
+  const wrongToken = 'wrong-token-0123456789abcdef'
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', LOG_LEVEL: 'trace' })
+  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}')).status, 200)
+  t.equal((await post(service.url, '{"id":1,"name":"Other"}')).status, 409)
+  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}', { ...headers, authorization: `Bearer ${wrongToken}` })).status, 401)
+  t.equal((await post(service.url, '{"id":', headers)).status, 400)
+  await service.stop()
+  t.match(service.output(), /"requestId"/, 'the run did log requests')
+  t.notMatch(service.output(), TOKEN, 'the configured token is not logged')
+  t.notMatch(service.output(), wrongToken, 'a presented token is not logged')
+})
