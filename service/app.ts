@@ -113,10 +113,10 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     }
   })
 
-  const store = openStore({ ...config, onIdleError: (err) => app.log.warn({ err }, 'store connection lost while idle') })
+  const store = openStore({ ...config, onConnectionError: (err) => app.log.warn({ err }, 'store connection lost') })
   app.addHook('onClose', () => store.close())
   try {
-    if (config.migrateOnStart ?? true) await migrateToLatest(store.db)
+    if (config.migrateOnStart ?? true) await migrateToLatest(store)
   } catch (error) {
     await app.close()
     throw error

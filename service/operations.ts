@@ -66,7 +66,7 @@ export class Metrics {
  *   draining; else 503 with the `Error` body and `Retry-After`.
  * - `GET /metrics`: Prometheus text format.
  * - While closing (SIGTERM/SIGINT), every other new request gets 503 with
- *   `Retry-After` and `Connection: close`; in-flight requests finish.
+ *   `Retry-After`; in-flight requests finish; every response closes its connection.
  */
 export function registerOperations(app: FastifyInstance, store: Store, metrics: Metrics): void {
   let draining = false
@@ -92,8 +92,13 @@ export function registerOperations(app: FastifyInstance, store: Store, metrics: 
 
   app.addHook('onRequest', async (request) => {
     if (draining && request.url !== OPERATIONS_PATHS.ready) {
-      throw new HttpError(503, 'The service is shutting down; retry later', { 'retry-after': '1', connection: 'close' })
+      throw new HttpError(503, 'The service is shutting down; retry later', { 'retry-after': '1' })
     }
+  })
+  // Responses finished while draining close their connection, so that keep-alive
+  // sockets busy at SIGTERM do not hold the shutdown until their idle timeout.
+  app.addHook('onSend', async (_request, reply) => {
+    if (draining) reply.header('connection', 'close')
   })
   app.addHook('onResponse', async (request, reply) => {
     const route = request.routeOptions.url ?? 'unmatched'

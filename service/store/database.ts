@@ -29,8 +29,8 @@ export interface StoreOptions {
   readonly statementTimeoutMs?: number
   /** Milliseconds to wait for a PostgreSQL connection (new, or free in a full pool). */
   readonly connectTimeoutMs?: number
-  /** Told of connection errors that happen while no query runs (a dropped idle connection). */
-  readonly onIdleError?: (error: Error) => void
+  /** Told of connection errors not tied to a query (a dropped connection). */
+  readonly onConnectionError?: (error: Error) => void
 }
 
 /** An open store: the Kysely instance and what only the dialect knows. */
@@ -44,6 +44,12 @@ export interface Store {
   isUnavailable(error: unknown): boolean
   /** Round trip to the store; rejects when it is unreachable (readiness). */
   ping(): Promise<void>
+  /**
+   * Schema that holds the migration tables: PostgreSQL's `current_schema()` (the
+   * first of `search_path`), so several schemas in one database migrate apart;
+   * `undefined` for SQLite, which has none.
+   */
+  migrationSchema(): Promise<string | undefined>
   /** Closes every connection. */
   close(): Promise<void>
 }
@@ -85,6 +91,7 @@ function openSqlite(dataDir: string): Store {
     dialect: 'sqlite',
     isUnavailable: (error) => SQLITE_UNAVAILABLE.has((error as { code?: string }).code ?? ''),
     ping: () => sql`select 1`.execute(db).then(() => undefined),
+    migrationSchema: () => Promise.resolve(undefined),
     close: () => db.destroy(),
   }
 }
@@ -110,15 +117,20 @@ function openPostgres(options: StoreOptions): Store {
     statement_timeout: options.statementTimeoutMs ?? 5000,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
   })
-  // An idle connection that the server drops emits 'error' on the pool; without a
-  // listener that would crash the process. The pool replaces it on next use.
-  pool.on('error', options.onIdleError ?? (() => {}))
+  // A connection that the server drops emits 'error': on the pool while idle, on the
+  // client while checked out (pg only listens on idle ones). Unheard, either would
+  // crash the process; the query in flight fails on its own and the pool replaces
+  // the connection on next use.
+  const onError = options.onConnectionError ?? (() => {})
+  pool.on('error', onError)
+  pool.on('connect', (client) => client.on('error', onError))
   const db = new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) })
   return {
     db,
     dialect: 'postgres',
     isUnavailable: isPostgresUnavailable,
     ping: () => sql`select 1`.execute(db).then(() => undefined),
+    migrationSchema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema,
     close: () => db.destroy(),
   }
 }

@@ -5,7 +5,8 @@
  *
  * @module
  */
-import { type Kysely, type MigrationResultSet, Migrator } from 'kysely'
+import { type MigrationResultSet, Migrator } from 'kysely'
+import type { Store } from './database.js'
 import { migrations } from './migrations/index.js'
 
 /** The store cannot be migrated; the message says why. */
@@ -16,14 +17,17 @@ export class MigrationError extends Error {
 /**
  * Brings the store's schema to the newest migration this release knows.
  *
- * @param db - the store.
+ * @param store - the open store.
  * @returns names of the migrations applied now (empty when it was up to date).
  * @throws {MigrationError} when the database was migrated by a newer release (it
  *   has migrations this code does not know) or a migration fails.
  */
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- Kysely migrations take a schema-less instance
-export async function migrateToLatest(db: Kysely<any>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider: { getMigrations: async () => migrations } })
+export async function migrateToLatest(store: Store): Promise<string[]> {
+  const migrator = new Migrator({
+    db: store.db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: await store.migrationSchema(),
+  })
   const result: MigrationResultSet = await migrator.migrateToLatest()
   if (result.error !== undefined) {
     const message = (result.error as Error).message

@@ -1,0 +1,118 @@
+/**
+ * PostgreSQL in production shape: replicas on one database, outages, migrations
+ * and shutdown under load. These run against PostgreSQL whatever store the rest
+ * of the suite uses (`TEST_DATABASE_URL`, else the machine's server).
+ */
+import { join } from 'node:path'
+import t from 'tap'
+import { createApp } from '../service/app.js'
+import { migrateToLatest } from '../service/store/migrate.js'
+import { openStore } from '../service/store/database.js'
+import { contractViolations, JSON_HEADERS, postgresSchema, TOKEN } from './helper.js'
+import { cuttableProxy, startService } from './process-helper.js'
+
+const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
+
+async function post(url: string, body: object): Promise<number> {
+  try {
+    const response = await fetch(`${url}/plants`, { method: 'POST', headers, body: JSON.stringify(body) })
+    await response.arrayBuffer()
+    return response.status
+  } catch {
+    return 0 // connection refused or reset: the request was not answered
+  }
+}
+
+t.test('two replicas on one database: the same id is stored once; identical content is 200 on both, different content one 200 and 409s', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const env = { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') }
+  const [a, b] = await Promise.all([startService(t, env), startService(t, env)])
+  const ids = Array.from({ length: 50 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
+  const identical = await Promise.all(ids.flatMap((id) => [a!, b!, a!, b!].map((service) => post(service.url, { id: Number(id) === 0 ? 0 : `${id}`, name: 'same' }))))
+  t.ok(identical.every((status) => status === 400), 'string ids are refused (no coercion), so nothing above is stored')
+
+  const raw = (service: { url: string }, id: bigint, name: string) =>
+    fetch(`${service.url}/plants`, { method: 'POST', headers, body: `{"id":${id},"name":"${name}"}` }).then((response) => response.status)
+  const same = await Promise.all(ids.flatMap((id) => [raw(a!, id, 'same'), raw(b!, id, 'same'), raw(a!, id, 'same'), raw(b!, id, 'same')]))
+  t.ok(same.every((status) => status === 200), 'identical content: 200 from both replicas')
+  const racing = ids.map((id) => 8_000_000_000_000_000_000n + (id - 7_000_000_000_000_000_000n))
+  const raced = await Promise.all(racing.map((id) => Promise.all([raw(a!, id, 'from-a'), raw(b!, id, 'from-b')])))
+  t.ok(raced.every(([x, y]) => [x, y].sort().join() === '200,409'), 'different content: exactly one 200 and one 409 per id')
+  const { rows } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
+  t.same(rows[0], { plants: ids.length * 2, ids: ids.length * 2 }, 'each id stored exactly once')
+  await Promise.all([a!.stop(), b!.stop()])
+})
+
+t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const proxy = await cuttableProxy(t, url)
+  const app = await createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir: t.testdir(), databaseUrl: proxy.url, connectTimeoutMs: 300, poolSize: 4 })
+  t.teardown(() => app.close())
+  const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: `plant ${id}` } })
+
+  const before = await Promise.all([1, 2, 3, 4, 5].map(send))
+  t.same(before.map((response) => response.statusCode), [200, 200, 200, 200, 200])
+  proxy.cut()
+  const during = await Promise.all([6, 7, 8, 9, 10].map(send))
+  for (const response of during) {
+    t.equal(response.statusCode, 503)
+    t.equal(response.headers['retry-after'], '1')
+    t.same(contractViolations(response), [])
+  }
+  const ready = await app.inject({ url: '/health/ready' })
+  t.equal(ready.statusCode, 503, 'readiness reports the outage')
+  proxy.restore()
+  const after = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map(send))
+  t.same(after.map((response) => response.statusCode), Array(10).fill(200), 'recovered: retries of every plant succeed')
+  t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200)
+  const { rows } = await client.query('select count(*)::int as plants from plant')
+  t.equal(rows[0].plants, 10, 'every plant once')
+})
+
+t.test('a database migrated by a newer release refuses to start, with a clear message', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const store = openStore({ dataDir: t.testdir(), databaseUrl: url })
+  t.same(await migrateToLatest(store), ['0001-create-plant'])
+  t.same(await migrateToLatest(store), [], 'up to date: nothing to apply')
+  await client.query(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', now()::text)`)
+  await t.rejects(migrateToLatest(store), { name: 'MigrationError', message: /migrated by a newer release.*9999-from-the-future.*refusing to start/ })
+  await store.close()
+})
+
+t.test('replicas starting at once on an empty database: one migrates, the others wait, all serve', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const apps = await Promise.all([1, 2, 3].map(() => createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir: t.testdir(), databaseUrl: url })))
+  t.teardown(() => Promise.all(apps.map((app) => app.close())))
+  const { rows } = await client.query('select name from kysely_migration')
+  t.same(rows, [{ name: '0001-create-plant' }], 'applied once')
+  const answers = await Promise.all(apps.map((app, i) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: i, name: 'x' } })))
+  t.same(answers.map((response) => response.statusCode), [200, 200, 200])
+})
+
+t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the process exits 0', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') })
+  const answered = new Map<number, number>()
+  let next = 0
+  let stopping = false
+  const worker = async () => {
+    while (!stopping || next < 400) {
+      const id = next++
+      if (id >= 2000) return
+      const status = await post(service.url, { id, name: `plant ${id}` })
+      answered.set(id, status)
+      if (status === 0) return
+    }
+  }
+  const workers = Array.from({ length: 20 }, worker)
+  while (next < 200) await new Promise((resolve) => setImmediate(resolve))
+  stopping = true
+  const exit = service.stop('SIGTERM')
+  await Promise.all(workers)
+  t.equal(await exit, 0, 'exit 0')
+  const ok = [...answered].filter(([, status]) => status === 200).map(([id]) => id)
+  t.ok(ok.length >= 200, `${ok.length} plants answered 200`)
+  t.ok([...answered.values()].every((status) => [200, 503, 0].includes(status)), 'only 200, 503 or no answer')
+  const { rows } = await client.query('select id from plant where id = any($1::bigint[])', [ok])
+  t.equal(rows.length, ok.length, 'every plant answered 200 is stored')
+})
