@@ -80,8 +80,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
-    // A hop count is valid (Fastify docs, "trustProxy") though the typings omit number.
-    trustProxy: (config.trustProxy ?? false) as boolean,
+    trustProxy: config.trustProxy ?? false,
     genReqId: requestId,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
     keepAliveTimeout: config.keepAliveTimeoutMs ?? 72000,

@@ -25,6 +25,7 @@ const environmentSchema = {
       default: 'info',
     },
     SHUTDOWN_GRACE_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 10000 },
+    SHUTDOWN_DRAIN_DELAY_MS: { type: 'integer', minimum: 0, maximum: 600000, default: 0 },
     DATABASE_URL: { type: 'string', pattern: '^postgres(ql)?://' },
     DATABASE_URL_FILE: { type: 'string', minLength: 1 },
     DATABASE_POOL_SIZE: { type: 'integer', minimum: 1, maximum: 1000, default: 10 },
@@ -66,6 +67,11 @@ export interface Config {
   readonly logLevel: string
   /** `SHUTDOWN_GRACE_MS`: milliseconds in-flight requests get after SIGTERM/SIGINT. */
   readonly shutdownGraceMs: number
+  /**
+   * `SHUTDOWN_DRAIN_DELAY_MS`: after SIGTERM, milliseconds of readiness 503 while still
+   * serving, before the listener closes (for gateways that poll readiness); part of the grace period.
+   */
+  readonly shutdownDrainDelayMs: number
   /** `DATABASE_URL` (or the file `DATABASE_URL_FILE` names): PostgreSQL instead of the embedded store. A secret. */
   readonly databaseUrl: string | undefined
   /** `DATABASE_POOL_SIZE`: most PostgreSQL connections per process. */
@@ -79,10 +85,11 @@ export interface Config {
   /** `GROUP_COMMIT_MAX_BATCH`: most creates written in one transaction (1 turns group commit off). */
   readonly groupCommitMaxBatch: number
   /**
-   * `TRUST_PROXY`: whether `X-Forwarded-*` is believed: `false` (default), `true`,
-   * a hop count, or comma-separated addresses/CIDRs of the gateways (Fastify `trustProxy`).
+   * `TRUST_PROXY`: whether `X-Forwarded-*` is believed: `false` (default), `true`
+   * (any peer), or comma-separated addresses/CIDRs of the gateways (Fastify
+   * `trustProxy`). A hop count is refused: Fastify 5 fails closed on it.
    */
-  readonly trustProxy: boolean | number | string[]
+  readonly trustProxy: boolean | string[]
   /** `RATE_LIMIT_MAX`: requests per window per bearer token; 0 turns rate limiting off. */
   readonly rateLimitMax: number
   /** `RATE_LIMIT_WINDOW_MS`: length of the rate-limit window, in milliseconds. */
@@ -146,6 +153,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       )
     }
   }
+  if ((raw.SHUTDOWN_DRAIN_DELAY_MS as number) > 0 && (raw.SHUTDOWN_DRAIN_DELAY_MS as number) >= (raw.SHUTDOWN_GRACE_MS as number)) {
+    throw new ConfigError('Invalid configuration: SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS')
+  }
   let tokenGenerated = false
   if (tokens.length === 0) {
     if (environment === 'production') {
@@ -166,6 +176,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     bodyLimit: raw.BODY_LIMIT as number,
     logLevel: raw.LOG_LEVEL as string,
     shutdownGraceMs: raw.SHUTDOWN_GRACE_MS as number,
+    shutdownDrainDelayMs: raw.SHUTDOWN_DRAIN_DELAY_MS as number,
     databaseUrl: readDatabaseUrl(raw.DATABASE_URL as string | undefined, raw.DATABASE_URL_FILE as string | undefined),
     poolSize: raw.DATABASE_POOL_SIZE as number,
     statementTimeoutMs: raw.DATABASE_STATEMENT_TIMEOUT_MS as number,
@@ -186,13 +197,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
 }
 
-/** `TRUST_PROXY`: `true`/`false`, a hop count, or a list of addresses and CIDRs. */
+/** `TRUST_PROXY`: `true`/`false`, or a list of addresses and CIDRs. */
 function parseTrustProxy(value: string): Config['trustProxy'] {
   if (value === 'true' || value === 'false') return value === 'true'
-  if (/^\d+$/.test(value)) return Number(value)
   const list = splitTokens(value)
   if (list.length === 0 || !list.every((entry) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(entry))) {
-    throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, a hop count, or comma-separated IP addresses/CIDRs')
+    throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
   }
   return list
 }

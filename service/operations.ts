@@ -11,6 +11,13 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
 import { HttpError } from './errors.js'
 import type { Store } from './store/database.js'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Starts draining: readiness 503, connections closed after each response (see {@link registerOperations}). */
+    startDraining(): void
+  }
+}
+
 /** Paths of the operations endpoints. */
 export const OPERATIONS_PATHS = { live: '/health/live', ready: '/health/ready', metrics: '/metrics' } as const
 
@@ -65,11 +72,17 @@ export class Metrics {
  * - `GET /health/ready`: 200 when the store answers and the service is not
  *   draining; else 503 with the `Error` body and `Retry-After`.
  * - `GET /metrics`: Prometheus text format.
- * - While closing (SIGTERM/SIGINT), every other new request gets 503 with
- *   `Retry-After`; in-flight requests finish; every response closes its connection.
+ *
+ * Draining (decorates `app.startDraining()`; also started by `close()`): readiness
+ * answers 503 so the gateway stops routing here, requests are still served, and every
+ * response closes its connection, so keep-alive sockets move to other replicas and
+ * none busy at shutdown holds the process until its idle timeout.
  */
 export function registerOperations(app: FastifyInstance, store: Store, metrics: Metrics): void {
   let draining = false
+  app.decorate('startDraining', () => {
+    draining = true
+  })
   app.addHook('preClose', (done) => {
     draining = true
     done()
@@ -90,13 +103,6 @@ export function registerOperations(app: FastifyInstance, store: Store, metrics: 
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
 
-  app.addHook('onRequest', async (request) => {
-    if (draining && request.url !== OPERATIONS_PATHS.ready) {
-      throw new HttpError(503, 'The service is shutting down; retry later', { 'retry-after': '1' })
-    }
-  })
-  // Responses finished while draining close their connection, so that keep-alive
-  // sockets busy at SIGTERM do not hold the shutdown until their idle timeout.
   app.addHook('onSend', async (_request, reply) => {
     if (draining) reply.header('connection', 'close')
   })

@@ -6,6 +6,7 @@
  *
  * @module
  */
+import { setTimeout } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
@@ -33,6 +34,9 @@ try {
   closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
     if (err !== undefined) app.log.error({ err }, 'shutting down after an uncaught error')
     else app.log.info({ signal }, 'shutting down')
+    app.startDraining()
+    // Readiness is 503 now; give the gateway time to notice before the listener closes.
+    if (config.shutdownDrainDelayMs > 0 && err === undefined) await setTimeout(config.shutdownDrainDelayMs)
     await app.close()
   })
   const address = await app.listen({ host: config.host, port: config.port })

@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../service/app.js'
@@ -71,10 +71,11 @@ export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 
  * test ends.
  * @param overrides - configuration to change; `dataDir`/`databaseUrl` (e.g. from
  *   {@link freshStore}) reuse a store, to restart on the same data.
+ * @param logger - Fastify logger option; silent by default.
  */
-export async function build(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<FastifyInstance> {
+export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
   const store = overrides.dataDir === undefined && overrides.databaseUrl === undefined ? await freshStore(t) : {}
-  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, ...store, ...overrides } as AppConfig)
+  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, ...store, ...overrides } as AppConfig, logger)
   t.teardown(() => app.close())
   return app
 }

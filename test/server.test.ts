@@ -31,10 +31,17 @@ t.test('a 200 means stored: plants survive kill -9 and a restart on the same dat
   t.equal(await second.stop(), 0)
 })
 
-t.test('SIGTERM: the process finishes, closes the store and exits 0', async (t) => {
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
-  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}')).status, 200)
-  t.equal(await service.stop('SIGTERM'), 0)
+t.test('SIGTERM: readiness turns 503 for the drain delay while requests are still served, then the process exits 0', async (t) => {
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', SHUTDOWN_DRAIN_DELAY_MS: '3000' })
+  t.equal((await fetch(`${service.url}/health/ready`)).status, 200)
+  const exit = service.stop('SIGTERM')
+  let ready = 200
+  for (let attempt = 0; attempt < 200 && ready === 200; attempt++) ready = (await fetch(`${service.url}/health/ready`)).status
+  t.equal(ready, 503, 'readiness reports draining')
+  const during = await fetch(`${service.url}/plants`, { method: 'POST', headers, body: '{"id":1,"name":"Ficus"}' })
+  t.equal(during.status, 200, 'still served during the drain delay')
+  t.equal(during.headers.get('connection'), 'close', 'and the connection is not kept')
+  t.equal(await exit, 0)
   t.match(service.output(), /"signal":"SIGTERM".*"msg":"shutting down"/)
 })
 

@@ -1,0 +1,110 @@
+/**
+ * Operating behind a gateway: probes, metrics, request ids, draining, timeouts,
+ * trusted proxies. Outside the public contract.
+ */
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { build, JSON_HEADERS } from './helper.js'
+
+/** A pino destination that keeps every log line, parsed. */
+function logSink(): { stream: Writable; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = []
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    },
+  })
+  return { stream, lines }
+}
+
+t.test('liveness and readiness answer 200 with no token, and are not in the public document', async (t) => {
+  const app = await build(t)
+  t.same((await app.inject({ url: '/health/live' })).json(), { status: 'live' })
+  const ready = await app.inject({ url: '/health/ready' })
+  t.equal(ready.statusCode, 200)
+  t.same(ready.json(), { status: 'ready' })
+  const document = (await app.inject({ url: '/docs/json' })).json() as { paths: object }
+  t.same(Object.keys(document.paths), ['/plants'])
+})
+
+t.test('draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their connection', async (t) => {
+  const app = await build(t)
+  app.startDraining()
+  const ready = await app.inject({ url: '/health/ready' })
+  t.equal(ready.statusCode, 503)
+  t.equal(ready.headers['retry-after'], '1')
+  t.same(ready.json(), { error: 503, message: 'The service is shutting down' })
+  const created = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name: 'Ficus' } })
+  t.equal(created.statusCode, 200)
+  t.equal(created.headers.connection, 'close')
+})
+
+t.test('metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data', async (t) => {
+  const app = await build(t)
+  const send = (name: string) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name } })
+  await send('Secret Orchid')
+  await send('Secret Orchid')
+  await send('Other Orchid')
+  await app.inject({ url: '/nowhere' })
+  const metrics = await app.inject({ url: '/metrics' })
+  t.equal(metrics.statusCode, 200)
+  t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+  const text = metrics.body
+  t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="200"\} 2/)
+  t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="409"\} 1/)
+  t.match(text, /http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} 1/)
+  t.match(text, /plant_store_creates_total\{outcome="created"\} 1/)
+  t.match(text, /plant_store_creates_total\{outcome="replayed"\} 1/)
+  t.match(text, /plant_store_creates_total\{outcome="conflict"\} 1/)
+  t.match(text, /plant_store_store_transaction_seconds_count\{result="ok"\} 3/)
+  t.match(text, /plant_store_group_commit_batch_size_count 3/)
+  t.match(text, /process_cpu_user_seconds_total/)
+  t.match(text, /nodejs_eventloop_lag_seconds/)
+  t.notMatch(text, /Orchid/, 'no plant data')
+})
+
+t.test('request id: a well-formed X-Request-Id is kept, returned, and on every log line of its request', async (t) => {
+  const { stream, lines } = logSink()
+  const app = await build(t, {}, { level: 'info', stream })
+  const response = await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' }, payload: { id: 1, name: 5 } })
+  t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
+  const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
+  t.ok(ofRequest.length >= 3, 'incoming, rejected and completed lines')
+  t.same(
+    lines.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),
+    ofRequest.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),
+  )
+})
+
+t.test('request id: missing or malformed, a new UUID is generated and returned', async (t) => {
+  const app = await build(t)
+  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+  t.match((await app.inject({ url: '/health/live' })).headers['x-request-id'], uuid)
+  t.match((await app.inject({ url: '/health/live', headers: { 'x-request-id': 'has spaces and "quotes"' } })).headers['x-request-id'], uuid)
+  t.match((await app.inject({ url: '/health/live', headers: { 'x-request-id': 'x'.repeat(129) } })).headers['x-request-id'], uuid)
+})
+
+t.test('X-Forwarded-For is believed only when TRUST_PROXY says so', async (t) => {
+  const cases: [boolean | string[], string][] = [
+    [false, '127.0.0.1'],
+    [true, '203.0.113.7'],
+    [['127.0.0.1'], '203.0.113.7'],
+    [['10.0.0.0/8'], '127.0.0.1'],
+  ]
+  for (const [trustProxy, expected] of cases) {
+    const { stream, lines } = logSink()
+    const app = await build(t, { trustProxy }, { level: 'info', stream })
+    await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
+    const incoming = lines.find((line) => line.msg === 'incoming request') as { req: { remoteAddress: string } }
+    t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
+  }
+})
+
+t.test('connection, header, request and keep-alive timeouts are applied to the server', async (t) => {
+  const app = await build(t, { keepAliveTimeoutMs: 61000, requestTimeoutMs: 20000, headersTimeoutMs: 5000, connectionTimeoutMs: 90000 })
+  t.equal(app.server.keepAliveTimeout, 61000)
+  t.equal(app.server.requestTimeout, 20000)
+  t.equal(app.server.headersTimeout, 5000)
+  t.equal(app.server.timeout, 90000)
+})
