@@ -56,7 +56,7 @@ interface SecurityFailure {
 }
 
 function isSecurityFailure(error: unknown): error is SecurityFailure {
-  return (error as { name?: string }).name === 'Unauthorized' && Array.isArray((error as SecurityFailure).errors)
+  return error instanceof Error && error.name === 'Unauthorized' && Array.isArray((error as unknown as SecurityFailure).errors)
 }
 
 /**
@@ -83,7 +83,7 @@ export function toErrorResponse(error: unknown): {
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, headers: error.headers, body: { error: error.statusCode, message: error.message }, internal: false }
   }
-  const fastifyError = error as Partial<FastifyError>
+  const fastifyError = (error ?? {}) as Partial<FastifyError>
   const statusCode = fastifyError.statusCode
   // Client errors of Fastify and its plugins, and 503 of load shedding (under-pressure).
   if (typeof statusCode === 'number' && ((statusCode >= 400 && statusCode < 500) || statusCode === 503)) {

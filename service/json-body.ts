@@ -14,7 +14,9 @@
  *   the field, rather than rounding it into range;
  * - a number whose double is an integer but whose text is not (123.0000000000000001)
  *   becomes NaN, which no JSON Schema type accepts, instead of a rounded integer;
- * - a repeated member name is a 400 (RFC 8259 §4 leaves its meaning open).
+ * - a member name repeated with a different value is a 400: RFC 8259 §4 leaves
+ *   its meaning open, and parsers differ on which value wins. Repeated with an
+ *   equal value it is accepted, since every parser reads the same object.
  *
  * @module
  */
@@ -34,7 +36,8 @@ const exactValues = new WeakMap<object, Map<string, bigint>>()
  * @param text - the body, decoded as UTF-8.
  * @returns the parsed value; integers beyond 2^53 are numbers whose exact value is
  *   available through {@link exactInteger}.
- * @throws {HttpError} 400 when the text is not JSON (RFC 8259) or repeats a member name.
+ * @throws {HttpError} 400 when the text is not JSON (RFC 8259) or repeats a member
+ *   name with a different value.
  */
 export function parseJsonBody(text: string): unknown {
   let sawUnsafeInteger = false

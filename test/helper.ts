@@ -5,6 +5,8 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
@@ -14,7 +16,7 @@ import { type AppConfig, createApp } from '../service/app.js'
 import { loadContract } from '../service/contract.js'
 
 /** A test's tap object, as much of it as the helpers need. */
-export type TestContext = Pick<Test, 'testdir' | 'teardown'>
+export type TestContext = Pick<Test, 'teardown'>
 
 /**
  * `TEST_DATABASE_URL`: when set (`postgres://…`), every app the helpers build stores
@@ -53,7 +55,9 @@ export async function postgresSchema(t: TestContext): Promise<PostgresSchema> {
  * an empty PostgreSQL schema. Pass the result to {@link build} to share it between apps.
  */
 export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
-  const dataDir = join(t.testdir(), 'data')
+  // A directory of its own (t.testdir() is one per test and is emptied on every call).
+  const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   if (TEST_DATABASE_URL === undefined) return { dataDir }
   return { dataDir, databaseUrl: (await postgresSchema(t)).url }
 }

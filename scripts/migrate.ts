@@ -1,0 +1,22 @@
+/**
+ * `npm run migrate`: applies pending migrations to the configured store and exits,
+ * for deployments that start replicas with `MIGRATE_ON_START=false`. Reads the same
+ * configuration as the service (`service/config.ts`).
+ *
+ * @module
+ */
+import { loadConfig } from '../service/config.js'
+import { openStore } from '../service/store/database.js'
+import { migrateToLatest } from '../service/store/migrate.js'
+
+const config = loadConfig(process.env)
+const store = openStore(config)
+try {
+  const applied = await migrateToLatest(store)
+  process.stdout.write(applied.length === 0 ? 'The store is up to date.\n' : `Applied: ${applied.join(', ')}\n`)
+} catch (error) {
+  process.stderr.write(`plant-store migrate: ${(error as Error).message}\n`)
+  process.exitCode = 1
+} finally {
+  await store.close()
+}

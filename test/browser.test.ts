@@ -1,0 +1,127 @@
+/**
+ * A real browser on the documentation: Debian's Chromium, driven by playwright-core,
+ * opens Swagger UI at `/docs` of a listening app, authorizes with a bearer token and
+ * runs `POST /plants` with "Try it out" → Execute (openapi.yaml: servers, security).
+ * The page must reach nothing but the service, and break no content security policy.
+ *
+ * Chromium must be installed at {@link CHROMIUM} (`apt-get install chromium`);
+ * without it this test fails, it does not skip. A screenshot of the authorized run
+ * is saved to `artifacts/swagger-ui.png`.
+ *
+ * @module
+ */
+import { existsSync, mkdirSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
+import t, { type Test } from 'tap'
+import { listen, TOKEN } from './helper.js'
+
+/** Debian's Chromium. */
+const CHROMIUM = '/usr/bin/chromium'
+/** Where the screenshot of the authorized run goes (git-ignored). */
+const SCREENSHOT = fileURLToPath(new URL('../artifacts/swagger-ui.png', import.meta.url))
+/** Milliseconds any one step (navigation, click, wait) may take. */
+const STEP_TIMEOUT_MS = 15_000
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
+
+if (!existsSync(CHROMIUM)) {
+  throw new Error(`Chromium is missing at ${CHROMIUM}: install it (apt-get install chromium) to run the browser test`)
+}
+
+// Starting Chromium and rendering Swagger UI twice can outlast tap's default 30 s on a busy runner.
+t.setTimeout(120_000)
+const browser: Browser = await chromium.launch({
+  executablePath: CHROMIUM,
+  headless: true,
+  // playwright-core gives the browser a fresh temporary profile (user data dir) and removes it on close.
+  args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  timeout: STEP_TIMEOUT_MS * 2,
+})
+t.teardown(() => browser.close())
+const { url } = await listen(t)
+
+/** What a page did that it must not: requests off the loopback host (refused), uncaught errors, CSP violations. */
+interface Misdeeds {
+  outside: string[]
+  pageErrors: string[]
+  cspViolations: string[]
+}
+
+/** A browser context of its own (no shared storage) whose only reachable host is loopback. */
+async function isolatedPage(t: Test): Promise<{ page: Page; misdeeds: Misdeeds }> {
+  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 1000 } })
+  t.teardown(() => context.close())
+  const misdeeds: Misdeeds = { outside: [], pageErrors: [], cspViolations: [] }
+  await context.route('**/*', async (route) => {
+    const target = new URL(route.request().url())
+    if (LOOPBACK.has(target.hostname)) return route.continue()
+    misdeeds.outside.push(target.href)
+    return route.abort('blockedbyclient')
+  })
+  const page = await context.newPage()
+  page.setDefaultTimeout(STEP_TIMEOUT_MS)
+  page.on('pageerror', (error) => misdeeds.pageErrors.push(error.message))
+  page.on('console', (message) => {
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) misdeeds.cspViolations.push(message.text())
+  })
+  return { page, misdeeds }
+}
+
+/** Opens Swagger UI, and optionally authorizes with `token` through the Authorize dialog. */
+async function openDocs(page: Page, token?: string): Promise<void> {
+  await page.goto(`${url}/docs`)
+  await page.locator('.swagger-ui .info .title').filter({ hasText: 'OpenAPI Plant Store' }).waitFor()
+  if (token === undefined) return
+  await page.locator('.scheme-container button.authorize').click()
+  const dialog = page.locator('.modal-ux')
+  await dialog.locator('.auth-container').filter({ hasText: 'bearerAuth' }).locator('input').fill(token)
+  await dialog.locator('button.authorize').click()
+  await dialog.locator('button.btn-done').click()
+  await dialog.waitFor({ state: 'detached' })
+}
+
+/** Runs POST /plants through "Try it out" with `body`; returns the live response's status and body text. */
+async function tryItOut(page: Page, body: object): Promise<{ status: string; body: string; requestUrl: string }> {
+  const operation = page.locator('#operations-default-createPlant')
+  await operation.locator('.opblock-summary').click()
+  await operation.locator('button.try-out__btn').click()
+  await operation.locator('textarea.body-param__text').fill(JSON.stringify(body, null, 2))
+  await operation.locator('button.execute').click()
+  const live = operation.locator('.live-responses-table .response')
+  await live.waitFor()
+  return {
+    status: (await live.locator('.response-col_status').innerText()).trim(),
+    body: await live.locator('.response-col_description pre').first().innerText(),
+    requestUrl: (await operation.locator('.request-url pre').innerText()).trim(),
+  }
+}
+
+function noMisdeeds(t: Test, misdeeds: Misdeeds): void {
+  t.same(misdeeds.outside, [], 'no request left the loopback host')
+  t.same(misdeeds.pageErrors, [], 'no uncaught error in the page')
+  t.same(misdeeds.cspViolations, [], 'no content security policy violation')
+}
+
+t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 with the Plant', async (t) => {
+  const { page, misdeeds } = await isolatedPage(t)
+  await openDocs(page, TOKEN)
+  const plant = { id: 4242, name: 'Monstera deliciosa', tag: 'indoor' }
+  const result = await tryItOut(page, plant)
+  t.equal(result.requestUrl, `${url}/plants`, 'the relative server URL resolves to the service')
+  t.equal(result.status, '200')
+  t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
+  mkdirSync(dirname(SCREENSHOT), { recursive: true })
+  await page.locator('#operations-default-createPlant .live-responses-table').scrollIntoViewIfNeeded()
+  await page.screenshot({ path: SCREENSHOT })
+  noMisdeeds(t, misdeeds)
+})
+
+t.test('not authorized, Try it out → Execute is answered 401 with the Error body', async (t) => {
+  const { page, misdeeds } = await isolatedPage(t)
+  await openDocs(page)
+  const result = await tryItOut(page, { id: 4343, name: 'Ficus lyrata' })
+  t.equal(result.status, '401')
+  t.match(JSON.parse(result.body), { error: 401, message: String })
+  noMisdeeds(t, misdeeds)
+})

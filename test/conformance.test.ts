@@ -1,0 +1,220 @@
+/**
+ * Response conformance judged from outside: real HTTP requests through Stoplight
+ * Prism's validating proxy (`prism proxy openapi.yaml <service> --errors`), which
+ * checks every response of the service against openapi.yaml (declared status,
+ * content type, body schema, declared headers).
+ *
+ * How Prism 5.14 reports a response that breaks the contract (read from its source
+ * and checked by the canary test below):
+ * - every violation, of the request or the response, is listed in an
+ *   `sl-violations` header (JSON array of `{location, severity, message}`);
+ * - with `--errors`, an `Error`-severity response violation (wrong body, wrong
+ *   content type) replaces the response by a 500 `application/problem+json`
+ *   whose `type` is `https://stoplight.io/prism/errors#VIOLATIONS`; an undeclared
+ *   non-2xx status is only a `Warning`, i.e. only in the header.
+ * So a response conforms when it has no `sl-violations` header, is not a Prism
+ * problem document, and has the status the service meant to send.
+ *
+ * What Prism changes in front of the service (see each instance below):
+ * - with `--errors` it answers a request without a bearer token itself (401
+ *   problem+json) and, unless `--validate-request=false`, any invalid request
+ *   (422); the service's own answers to those are judged through an instance
+ *   without `--errors`, whose header still lists every violation;
+ * - it parses a JSON body with `JSON.parse` and forwards it re-serialized, so
+ *   malformed JSON, duplicate names and ids beyond 2^53 never reach the service
+ *   intact; those 400s are covered by `properties.test.ts` and `validation.test.ts`;
+ * - in proxy mode it ignores `servers` (the relative `..` is no obstacle).
+ *
+ * 503 and 429 come from a second app whose store is unreachable and whose rate
+ * limit is one request; 500 cannot be caused from outside; 404/405 are outside
+ * the operation.
+ *
+ * @module
+ */
+import { type ChildProcess, spawn } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { stringify } from 'yaml'
+import { CONTRACT_URL, loadContract } from '../service/contract.js'
+import { listen, TOKEN, type TestContext } from './helper.js'
+
+const require = createRequire(import.meta.url)
+const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
+const PRISM_BIN = join(dirname(PRISM_PACKAGE), (require(PRISM_PACKAGE) as { bin: { prism: string } }).bin.prism)
+/** Milliseconds Prism may take to start, and any one request to be answered. */
+const START_TIMEOUT_MS = 30_000
+const REQUEST_TIMEOUT_MS = 10_000
+
+/**
+ * Starts `prism proxy <contract> <upstream>` on a free loopback port (port 0; Prism
+ * prints the URL it listens on), waits until it answers HTTP, and kills it at teardown.
+ * @returns Prism's base URL.
+ * @throws when Prism exits or is not ready within {@link START_TIMEOUT_MS}; the
+ *   message carries its output.
+ */
+async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]): Promise<string> {
+  const args = [PRISM_BIN, 'proxy', contract, upstream, '--host', '127.0.0.1', '--port', '0', '--multiprocess=false', ...flags]
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } })
+  t.teardown(() => stop(child))
+  let output = ''
+  const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000))
+  child.stdout!.on('data', collect)
+  child.stderr!.on('data', collect)
+  const deadline = Date.now() + START_TIMEOUT_MS
+  const failure = (why: string) => new Error(`prism ${flags.join(' ')} ${why}; its output:\n${output}`)
+  for (;;) {
+    if (child.exitCode !== null) throw failure(`exited with ${child.exitCode}`)
+    if (Date.now() > deadline) throw failure(`was not ready within ${START_TIMEOUT_MS} ms`)
+    const url = /Prism is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
+    // Any HTTP answer means it serves; GET is not an operation of the contract.
+    if (url !== undefined && (await fetch(`${url}/plants`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined))) return url
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+/** Stops a child process: SIGTERM, then SIGKILL if it has not exited after 5 s. */
+async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = once(child, 'exit')
+  child.kill('SIGTERM')
+  const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
+  await exited
+  clearTimeout(timer)
+}
+
+/** What Prism found wrong with one exchange: the `sl-violations` entries, and its own problem document. */
+interface Judgement {
+  status: number
+  body: string
+  violations: Array<{ location: string[]; severity: string; message: string }>
+  prismProblem: string | undefined
+}
+
+async function send(base: string, init: RequestInit): Promise<Judgement> {
+  const response = await fetch(`${base}/plants`, { method: 'POST', ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
+  const body = await response.text()
+  const header = response.headers.get('sl-violations')
+  const problem = response.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(body) as { type: string }).type : undefined
+  return { status: response.status, body, violations: header === null ? [] : JSON.parse(header), prismProblem: problem }
+}
+
+const bearer = { authorization: `Bearer ${TOKEN}` }
+const json = (body: unknown, headers: Record<string, string> = bearer): RequestInit => ({
+  headers: { ...headers, 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+})
+
+/** One exchange: what the service answers, and whether the request itself is a valid createPlant call. */
+interface Case {
+  name: string
+  status: number
+  validRequest: boolean
+  /** Prism with `--errors` answers it itself (no bearer token), so only the lenient instance sees the service's answer. */
+  answeredByPrism?: boolean
+  init: RequestInit
+}
+
+/** The exchanges, in order (create before replay and conflict), on ids from `id` up. */
+function cases(id: number): Case[] {
+  return [
+    { name: '200 create with a tag', status: 200, validRequest: true, init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }) },
+    { name: '200 idempotent replay', status: 200, validRequest: true, init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }) },
+    { name: '200 create without a tag', status: 200, validRequest: true, init: json({ id: id + 1, name: 'Ficus lyrata' }) },
+    { name: '409 same id, other content', status: 409, validRequest: true, init: json({ id, name: 'Ficus lyrata' }) },
+    { name: '400 id of the wrong type', status: 400, validRequest: false, init: json({ id: String(id + 2), name: 'x' }) },
+    { name: '400 name missing', status: 400, validRequest: false, init: json({ id: id + 2 }) },
+    { name: '400 name null', status: 400, validRequest: false, init: json({ id: id + 2, name: null }) },
+    { name: '400 NUL in name', status: 400, validRequest: false, init: json({ id: id + 2, name: 'a\u0000b' }) },
+    // JSON.parse and JSON.stringify keep 1e+30 as it is, so the service gets the same text.
+    { name: '400 id outside int64', status: 400, validRequest: false, init: { headers: { ...bearer, 'content-type': 'application/json' }, body: `{"id":1e+30,"name":"x"}` } },
+    { name: '401 token not valid', status: 401, validRequest: true, init: json({ id: id + 2, name: 'x' }, { authorization: 'Bearer not-a-valid-token-0123456789' }) },
+    { name: '401 no token', status: 401, validRequest: false, answeredByPrism: true, init: json({ id: id + 2, name: 'x' }, {}) },
+    { name: '401 other scheme', status: 401, validRequest: false, answeredByPrism: true, init: json({ id: id + 2, name: 'x' }, { authorization: `Basic ${TOKEN}` }) },
+    { name: '413 body over the limit', status: 413, validRequest: true, init: json({ id: id + 2, name: 'x'.repeat(70_000) }) },
+    { name: '415 text/plain', status: 415, validRequest: false, init: { headers: { ...bearer, 'content-type': 'text/plain' }, body: '{"id":1,"name":"x"}' } },
+    { name: '415 no body, no content type', status: 415, validRequest: false, init: { headers: bearer } },
+  ]
+}
+
+/** A loopback port nothing listens on (taken from the OS, then released). */
+async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+// Four Prism processes start in parallel; on a busy 2-CPU runner that can outlast tap's default 30 s.
+t.setTimeout(120_000)
+const contract = fileURLToPath(CONTRACT_URL)
+const { url: service } = await listen(t)
+// No store reachable, and one request per token per window: the first valid request gets 503, the next 429.
+const degraded = await listen(t, {
+  databaseUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
+  migrateOnStart: false,
+  connectTimeoutMs: 1000,
+  rateLimitMax: 1,
+})
+// The canary: a contract whose Plant requires a property the service never sends, and without 409.
+const canaryDir = mkdtempSync(join(tmpdir(), 'plant-store-canary-'))
+t.teardown(() => rmSync(canaryDir, { recursive: true, force: true }))
+const mutated = loadContract() as { components: { schemas: { Plant: { required: string[] } } }; paths: { '/plants': { post: { responses: Record<string, unknown> } } } }
+mutated.components.schemas.Plant.required.push('colour')
+delete mutated.paths['/plants'].post.responses['409']
+writeFileSync(join(canaryDir, 'openapi.yaml'), stringify(mutated))
+
+const [strict, lenient, strictDegraded, canary] = await Promise.all([
+  startPrism(t, contract, service, ['--errors', '--validate-request=false']),
+  startPrism(t, contract, service, []),
+  startPrism(t, contract, degraded.url, ['--errors', '--validate-request=false']),
+  startPrism(t, join(canaryDir, 'openapi.yaml'), service, ['--errors', '--validate-request=false']),
+])
+
+/** Asserts that Prism found nothing wrong with the service's response, and that it was the service's. */
+function conforms(t: Test, judged: Judgement, status: number): void {
+  t.same(judged.violations.filter((v) => v.location[0] === 'response'), [], 'no response violation in sl-violations')
+  t.equal(judged.prismProblem, undefined, 'not a problem document generated by Prism')
+  t.equal(judged.status, status, `the service answered ${status}`)
+  t.equal((JSON.parse(judged.body) as { error?: number }).error, status === 200 ? undefined : status, 'the body is the service’s')
+}
+
+t.test('through prism --errors: every response conforms', async (t) => {
+  for (const c of cases(1000).filter((c) => c.answeredByPrism !== true)) {
+    await t.test(c.name, async (t) => conforms(t, await send(strict, c.init), c.status))
+  }
+})
+
+t.test('through prism without --errors: every response conforms, requests judged as expected', async (t) => {
+  for (const c of cases(2000)) {
+    await t.test(c.name, async (t) => {
+      const judged = await send(lenient, c.init)
+      conforms(t, judged, c.status)
+      const requestViolations = judged.violations.filter((v) => v.location[0] === 'request')
+      t.equal(requestViolations.length > 0, !c.validRequest, `Prism finds the request ${c.validRequest ? 'valid' : 'invalid'}`)
+    })
+  }
+})
+
+t.test('through prism --errors: 503 store unavailable, then 429 rate limited', async (t) => {
+  const unavailable = await send(strictDegraded, json({ id: 1, name: 'Monstera deliciosa' }))
+  conforms(t, unavailable, 503)
+  conforms(t, await send(strictDegraded, json({ id: 1, name: 'Monstera deliciosa' })), 429)
+})
+
+t.test('canary: prism flags responses that break its contract (the check can fail)', async (t) => {
+  const created = await send(canary, json({ id: 3000, name: 'Monstera deliciosa' }))
+  t.equal(created.status, 500, 'a 200 without the required property becomes a 500')
+  t.equal(created.prismProblem, 'https://stoplight.io/prism/errors#VIOLATIONS')
+  t.match(created.violations, [{ location: ['response', 'body'], severity: 'Error', message: /colour/ }])
+  const conflict = await send(canary, json({ id: 3000, name: 'Ficus lyrata' }))
+  t.equal(conflict.status, 409, 'an undeclared non-2xx status passes through')
+  t.match(conflict.violations, [{ location: ['response'], severity: 'Warning', message: /Unable to match the returned status code/ }])
+})

@@ -1,0 +1,251 @@
+/**
+ * Generated inputs (fast-check): NewPlants drawn from the contract's schema are
+ * answered 200 with the Plant sent, and a replay gets the same; mutated bodies get
+ * the contract's 400, 413 or 415 with the `Error` body, never a 5xx; without a valid
+ * token anything gets 401 (openapi.yaml, info.description and responses).
+ *
+ * Seeded and bounded; override with environment variables:
+ * - `FC_SEED` (integer, default {@link DEFAULT_SEED}), `FC_NUM_RUNS` (default 100),
+ *   `FC_TIME_LIMIT_MS` (per property, default 15000: then it stops, passing, with
+ *   the runs done so far);
+ * - to replay a failure, take `seed` and `path` from its report:
+ *   `FC_SEED=<seed> FC_PATH=<path> npx tap test/properties.test.ts --grep '<test name>'`.
+ *
+ * @module
+ */
+import { deepStrictEqual, equal } from 'node:assert/strict'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import fc from 'fast-check'
+import type { FastifyInstance, InjectOptions } from 'fastify'
+import t, { type Test } from 'tap'
+import { loadContract } from '../service/contract.js'
+import { build, contractViolations, JSON_HEADERS, OTHER_TOKEN } from './helper.js'
+
+/** The seed used unless `FC_SEED` says otherwise. */
+const DEFAULT_SEED = 20260521
+const SEED = integerFromEnv('FC_SEED', DEFAULT_SEED)
+const NUM_RUNS = integerFromEnv('FC_NUM_RUNS', 100)
+const TIME_LIMIT_MS = integerFromEnv('FC_TIME_LIMIT_MS', 15_000)
+const PATH = process.env.FC_PATH
+/** Bytes; the apps below are built with this body limit. */
+const BODY_LIMIT = 65536
+
+// Four properties, each bounded by TIME_LIMIT_MS, plus building their apps.
+t.setTimeout(4 * TIME_LIMIT_MS + 30_000)
+
+function integerFromEnv(name: string, fallback: number): number {
+  const value = process.env[name]
+  if (value === undefined || value === '') return fallback
+  if (!/^-?\d+$/.test(value)) throw new Error(`${name} must be an integer, got ${JSON.stringify(value)}`)
+  return Number(value)
+}
+
+/**
+ * Runs a property with the seed and bounds above and asserts it held. On failure
+ * the report (seed, path, counterexample, error) is in the assertion's diagnostics.
+ */
+async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promise<void> {
+  const details = await fc.check(property, {
+    seed: SEED,
+    numRuns: NUM_RUNS,
+    interruptAfterTimeLimit: TIME_LIMIT_MS,
+    markInterruptAsFailure: false,
+    ...(PATH === undefined ? {} : { path: PATH, endOnFailure: true }),
+  })
+  t.notOk(details.failed, `holds (seed ${details.seed}, ${details.numRuns} runs${details.interrupted ? ', stopped by the time limit' : ''})`, {
+    report: fc.defaultReportMessage(details),
+    error: details.errorInstance === undefined ? undefined : String(details.errorInstance),
+  })
+}
+
+// ---- the contract's NewPlant, and text it allows ---------------------------------
+
+const ajv = new Ajv2020({ strict: false, validateSchema: false })
+ajv.addFormat('int32', true).addFormat('int64', true)
+ajv.addSchema(loadContract(), 'contract')
+const isNewPlant = ajv.compile({ $ref: 'contract#/components/schemas/NewPlant' })
+/** The signed 64-bit range of `format: int64` (OpenAPI 3.1 §4.4). */
+const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
+
+/** Bytes a string takes inside a JSON string literal. */
+const jsonBytes = (text: string) => Buffer.byteLength(JSON.stringify(text)) - 2
+const rightToLeft = fc.constantFrom('\u05D0\u05B8', '\u05E9', '\u0627\u0644', '\u0645', '\u200F', '\u202E', '\u2067', '\u061C')
+const astral = fc.integer({ min: 0x10000, max: 0x10ffff }).map((code) => String.fromCodePoint(code))
+const oneOf = (unit: 'binary' | 'grapheme') => fc.string({ unit, minLength: 1, maxLength: 1 })
+const unit = fc.oneof(oneOf('binary'), oneOf('grapheme'))
+const anyText = (maxLength: number) => fc.string({ unit: fc.oneof(unit, rightToLeft, astral), maxLength })
+/** A string filling `min`..`max` bytes of JSON text: a short piece repeated. */
+const longText = (min: number, max: number) =>
+  fc.tuple(anyText(4).filter((piece) => piece !== ''), fc.integer({ min, max })).map(([piece, bytes]) => piece.repeat(Math.max(1, Math.floor(bytes / jsonBytes(piece)))))
+const text = fc.oneof({ arbitrary: anyText(40), weight: 5 }, { arbitrary: fc.constant(''), weight: 1 }, { arbitrary: longText(BODY_LIMIT - 3000, BODY_LIMIT - 200), weight: 1 })
+
+interface Generated {
+  id: bigint
+  name: string
+  tag?: string
+  extras: Record<string, unknown>
+}
+/** Whether the contract's NewPlant schema accepts it (the id, a bigint, is drawn from the int64 range above). */
+const allowed = (p: Generated) => isNewPlant({ ...p.extras, id: 0, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })
+
+const newPlant: fc.Arbitrary<Generated> = fc
+  .record(
+    {
+      id: fc.oneof({ arbitrary: fc.bigInt(INT64), weight: 9 }, fc.constantFrom(INT64.min, INT64.max, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n)),
+      name: text,
+      tag: text,
+      extras: fc.dictionary(fc.string().filter((key) => !['id', 'name', 'tag'].includes(key)), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }),
+    },
+    { requiredKeys: ['id', 'name', 'extras'] },
+  )
+  .filter(allowed)
+
+/** JSON text of members in the given order, the id written exactly; `space` between tokens. */
+function jsonText(members: Array<[string, string]>, space: string): string {
+  return `{${space}${members.map(([key, value]) => `${JSON.stringify(key)}${space}:${space}${value}`).join(`,${space}`)}${space}}`
+}
+const members = (p: Generated): Array<[string, string]> => [
+  ['id', p.id.toString()],
+  ['name', JSON.stringify(p.name)],
+  ...(p.tag === undefined ? [] : [['tag', JSON.stringify(p.tag)] as [string, string]]),
+  ...Object.entries(p.extras).map(([key, value]): [string, string] => [key, JSON.stringify(value)]),
+]
+const space = fc.constantFrom('', ' ', '\n', '\t', '\r\n  ')
+/** `application/json` as a client may write it: any case (RFC 9110 §8.3.1), with or without a charset. */
+const jsonMediaType = fc
+  .tuple(fc.mixedCase(fc.constant('application/json')), fc.constantFrom('', '; charset=utf-8', ';charset=UTF-8', ' ; charset="utf-8"'))
+  .map(([type, parameters]) => type + parameters)
+/** A valid NewPlant, its JSON text (members in any order, at most BODY_LIMIT bytes) and its media type. */
+const validBody = newPlant
+  .chain((plant) => fc.tuple(fc.constant(plant), fc.shuffledSubarray(members(plant), { minLength: members(plant).length }), space, jsonMediaType))
+  .map(([plant, shuffled, gap, contentType]) => ({ plant, body: jsonText(shuffled, gap), contentType }))
+  .filter(({ body }) => Buffer.byteLength(body) <= BODY_LIMIT)
+
+const post = (app: FastifyInstance, payload: string | Buffer, headers: InjectOptions['headers'] = JSON_HEADERS) =>
+  app.inject({ method: 'POST', url: '/plants', headers, payload })
+
+t.test('a valid NewPlant is answered 200 with exactly the Plant sent, and its replay the same', async (t) => {
+  const app = await build(t, { bodyLimit: BODY_LIMIT })
+  // What the store holds, to know when a generated id was already taken (then 409 unless identical).
+  const stored = new Map<bigint, string>()
+  await holds(
+    t,
+    fc.asyncProperty(validBody, async ({ plant, body, contentType }) => {
+      const expected = plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag }
+      const earlier = stored.get(plant.id)
+      const status = earlier === undefined || earlier === JSON.stringify(expected) ? 200 : 409
+      for (const attempt of ['first', 'replay']) {
+        const response = await post(app, body, { ...JSON_HEADERS, 'content-type': contentType })
+        deepStrictEqual(contractViolations(response), [], `${attempt}: the response conforms`)
+        equal(response.statusCode, status, `${attempt}: status`)
+        if (status === 200) deepStrictEqual(JSON.parse(response.body), expected, `${attempt}: the Plant sent`)
+      }
+      if (earlier === undefined) stored.set(plant.id, JSON.stringify(expected))
+    }),
+  )
+})
+
+// ---- invalid requests -------------------------------------------------------------
+
+interface Invalid {
+  kind: string
+  payload: string | Buffer
+  headers: Record<string, string>
+  status: 400 | 413 | 415
+  /** The id of the plant the body was made from, if any. */
+  id?: bigint
+}
+const nonString = fc.oneof(fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }), fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }))
+const nonInteger = fc.oneof(fc.string(), fc.boolean(), fc.constant(null), fc.double().filter((x) => !Number.isInteger(x)), fc.array(fc.integer(), { maxLength: 2 }), fc.object({ maxDepth: 2 }))
+/** Integer literals outside int64: exact decimals, exponents, and huge exponents. */
+const hugeNumber = fc.oneof(
+  fc.oneof(fc.bigInt({ min: INT64.max + 1n, max: 10n ** 40n }), fc.bigInt({ min: -(10n ** 40n), max: INT64.min - 1n })).map(String),
+  fc.tuple(fc.constantFrom('', '-'), fc.integer({ min: 19, max: 400 })).map(([sign, exponent]) => `${sign}1e${exponent}`),
+  fc.constantFrom('1.5', '-0.5', '1.0000000000000000001', '9223372036854775807.5', '1e-7'),
+)
+const plainPlant = validBody.filter(({ body }) => Buffer.byteLength(body) < 1000)
+const json = (body: string | Buffer, status: Invalid['status'], kind: string): Invalid => ({ kind, payload: body, headers: JSON_HEADERS, status })
+const mediaType = fc.oneof(
+  fc.constantFrom('text/plain', 'application/xml', 'text/json', 'application/jsonx', 'application/json5', 'application/json-patch+json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '*/*', 'application/*', 'json', ''),
+  fc.tuple(fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/), fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/)).map(([type, sub]) => `${type}/${sub}`),
+).filter((type) => type.split(';')[0]!.trim().toLowerCase() !== 'application/json')
+
+/** A mutation of a small valid plant: `mutate` gets its members and returns invalid cases. */
+const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) =>
+  plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
+const without = (plant: Array<[string, string]>, key: string) => plant.filter(([k]) => k !== key)
+
+const invalid: fc.Arbitrary<Invalid> = fc.oneof(
+  mutation((p) => fc.tuple(fc.constantFrom('name', 'tag'), nonString).map(([key, value]) => json(jsonText([...without(p, key), [key, JSON.stringify(value)]], ''), 400, `${key} not a string`))),
+  mutation((p) => nonInteger.map((value) => json(jsonText([...without(p, 'id'), ['id', JSON.stringify(value)]], ''), 400, 'id not an integer'))),
+  mutation((p) => hugeNumber.map((literal) => json(jsonText([...without(p, 'id'), ['id', literal]], ''), 400, 'id outside int64'))),
+  mutation((p) => fc.constantFrom('id', 'name').map((key) => json(jsonText(without(p, key), ''), 400, `${key} missing`))),
+  mutation((p) => fc.constantFrom('[%]', '{"plant":%}', '[[%]]', '{"id":%,"name":"x"}').map((wrap) => json(wrap.replace('%', jsonText(p, '')), 400, 'nested junk'))),
+  mutation((p) =>
+    fc
+      .tuple(fc.constantFrom(...p), fc.jsonValue({ maxDepth: 1 }))
+      .filter(([[, value], other]) => JSON.stringify(other) !== value)
+      .map(([[key], other]) => json(jsonText([...p, [key, JSON.stringify(other)]], ''), 400, `duplicate ${key}, another value`)),
+  ),
+  mutation((p) => fc.constant(json(jsonText([...p, ['x', '{"a":1,"a":2}']], ''), 400, 'nested duplicate'))),
+  mutation((p) =>
+    mediaType.map((type) => ({ kind: `content type ${type}`, payload: jsonText(p, ''), headers: { authorization: JSON_HEADERS.authorization, ...(type === '' ? {} : { 'content-type': type }) }, status: 415 as const })),
+  ),
+  mutation((p) => fc.integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT }).map((bytes) => json(jsonText([...p, ['padding', JSON.stringify('x'.repeat(bytes))]], ''), 413, 'over the body limit'))),
+  fc.uint8Array({ maxLength: 512 }).map((bytes) => json(Buffer.from(bytes), 400, 'random bytes')),
+  fc.string({ unit: 'binary', maxLength: 200 }).map((junk) => json(junk, 400, 'random text')),
+)
+
+t.test('a mutated body gets 400, 413 or 415 with the Error body, never a 5xx, and stores nothing', async (t) => {
+  const app = await build(t, { bodyLimit: BODY_LIMIT })
+  const ids = new Set<bigint>()
+  await holds(
+    t,
+    fc.asyncProperty(invalid, async ({ kind, payload, headers, status, id }) => {
+      const response = await post(app, payload, headers)
+      deepStrictEqual(contractViolations(response), [], `${kind}: the response conforms`)
+      equal(response.statusCode, status, `${kind}: status`)
+      if (id !== undefined) ids.add(id)
+    }),
+  )
+  // Nothing was stored: a plant under any of those ids, with a name none of them had, is a first create.
+  const created = await Promise.all([...ids].slice(0, 50).map((id) => post(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)))
+  t.same(created.map((response) => response.statusCode).filter((status) => status !== 200), [], `${Math.min(ids.size, 50)} ids are still free`)
+})
+
+t.test('without a valid token any request gets 401, whatever its body (authentication first)', async (t) => {
+  const app = await build(t, { bodyLimit: BODY_LIMIT })
+  const credentials = fc.constantFrom(undefined, 'Bearer', `Bearer ${OTHER_TOKEN}x`, `Basic ${OTHER_TOKEN}`, 'Bearer not-a-token-0123456789abcdef')
+  const request = fc.oneof(invalid, validBody.map(({ body, contentType }) => ({ payload: body, headers: { ...JSON_HEADERS, 'content-type': contentType } })))
+  await holds(
+    t,
+    fc.asyncProperty(request, credentials, async ({ payload, headers }, authorization) => {
+      const sent: Record<string, string> = { ...headers }
+      delete sent.authorization
+      if (authorization !== undefined) sent.authorization = authorization
+      const response = await post(app, payload, sent)
+      deepStrictEqual(contractViolations(response), [], 'the response conforms')
+      equal(response.statusCode, 401)
+    }),
+  )
+})
+
+t.test(
+  'a member repeated with an equal value is the same plant: 200 (RFC 8259 §4: no ambiguity)',
+  async (t) => {
+    const app = await build(t, { bodyLimit: BODY_LIMIT })
+    const duplicated = plainPlant
+      .map(({ plant }) => members(plant))
+      .chain((p) => fc.constantFrom(...p).map((member) => ({ plain: jsonText(p, ''), repeated: jsonText([...p, member], '') })))
+    await holds(
+      t,
+      fc.asyncProperty(duplicated, async ({ plain, repeated }) => {
+        const first = await post(app, plain)
+        const again = await post(app, repeated)
+        deepStrictEqual(contractViolations(again), [], 'the response conforms')
+        equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'answered as the plain body: stored, or replayed')
+        equal(again.body, first.body)
+      }),
+    )
+  },
+)
