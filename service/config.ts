@@ -197,11 +197,14 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
 }
 
+/** An IPv4 or IPv6 address, with an optional prefix length (CIDR). */
+const ipOrCidr = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F]{0,4}(:[0-9a-fA-F]{0,4}){2,7})(\/\d{1,3})?$/
+
 /** `TRUST_PROXY`: `true`/`false`, or a list of addresses and CIDRs. */
 function parseTrustProxy(value: string): Config['trustProxy'] {
   if (value === 'true' || value === 'false') return value === 'true'
   const list = splitTokens(value)
-  if (list.length === 0 || !list.every((entry) => /^[0-9a-fA-F.:]+(\/\d{1,3})?$/.test(entry))) {
+  if (list.length === 0 || !list.every((entry) => ipOrCidr.test(entry))) {
     throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
   }
   return list

@@ -28,7 +28,7 @@ export class PlantService {
    */
   constructor(
     private readonly writer: PlantWriter,
-    private readonly onOutcome: (status: SaveOutcome['status']) => void = () => {},
+    private readonly onOutcome: (status: SaveOutcome['status']) => void,
   ) {}
 
   /**

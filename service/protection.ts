@@ -86,6 +86,6 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
  * every token has its own budget and no token is kept in memory or Redis as is.
  */
 function tokenKey(request: FastifyRequest): string {
-  const token = (request.headers.authorization ?? '').slice('bearer '.length).trim()
+  const token = (request.headers.authorization as string).slice('bearer '.length).trim()
   return createHash('sha256').update(token).digest('base64url')
 }

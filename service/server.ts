@@ -31,12 +31,13 @@ function loggerOptions(level: string) {
 try {
   const config = loadConfig(process.env)
   const app = await createApp(config, loggerOptions(config.logLevel))
-  closeWithGrace({ delay: config.shutdownGraceMs }, async ({ signal, err }) => {
-    if (err !== undefined) app.log.error({ err }, 'shutting down after an uncaught error')
-    else app.log.info({ signal }, 'shutting down')
+  closeWithGrace({ delay: config.shutdownGraceMs, logger: app.log }, async ({ signal, err }) => {
+    /* c8 ignore next -- an uncaught error cannot be provoked from outside the process */
+    if (err !== undefined) app.log.error({ err }, 'uncaught error')
+    app.log.info({ signal }, 'shutting down')
     app.startDraining()
     // Readiness is 503 now; give the gateway time to notice before the listener closes.
-    if (config.shutdownDrainDelayMs > 0 && err === undefined) await setTimeout(config.shutdownDrainDelayMs)
+    await setTimeout(config.shutdownDrainDelayMs)
     await app.close()
   })
   const address = await app.listen({ host: config.host, port: config.port })

@@ -17,7 +17,8 @@ async function post(url: string, body: string, auth = headers): Promise<{ status
 t.test('a 200 means stored: plants survive kill -9 and a restart on the same data directory', async (t) => {
   const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' }
   const first = await startService(t, env)
-  const bodies = Array.from({ length: 20 }, (_, i) => JSON.stringify({ id: 9007199254740993 + i, name: `plant ${i}`, ...(i % 2 ? { tag: 'odd' } : {}) }).replace(/"id":\d+/, `"id":${9007199254740993n + BigInt(i)}`))
+  // ids above 2^53, written exactly into the JSON text
+  const bodies = Array.from({ length: 20 }, (_, i) => `{"id":${2n ** 53n + 1n + BigInt(i)},"name":"plant ${i}"${i % 2 ? ',"tag":"odd"' : ''}}`)
   const created = await Promise.all(bodies.map((body) => post(first.url, body)))
   t.same(created.map((response) => response.status), bodies.map(() => 200))
   t.equal(await first.stop('SIGKILL'), null, 'killed, not exited')
@@ -79,4 +80,13 @@ t.test('logs of a run at trace level with real tokens contain none of them', asy
   t.match(service.output(), /"requestId"/, 'the run did log requests')
   t.notMatch(service.output(), TOKEN, 'the configured token is not logged')
   t.notMatch(service.output(), wrongToken, 'a presented token is not logged')
+})
+
+t.test('a port already in use stops the start with the error, exit status not 0', async (t) => {
+  const first = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
+  const port = new URL(first.url).port
+  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', PORT: port })
+  t.not(code, 0)
+  t.match(output, /EADDRINUSE/)
+  await first.stop()
 })

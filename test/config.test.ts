@@ -1,0 +1,213 @@
+/**
+ * Unit tests of `loadConfig` (service/config.ts), a pure function of an environment
+ * object: defaults, bearer tokens from `PLANT_STORE_TOKENS` and
+ * `PLANT_STORE_TOKENS_FILE`, secrets never echoed, production refusing to start
+ * without tokens, invalid variables named.
+ *
+ * @module
+ */
+import { join } from 'node:path'
+import t from 'tap'
+import { ConfigError, loadConfig } from '../service/config.js'
+
+const A = 'token-a-0123456789abcdef'
+const B = 'token-b-0123456789abcdef'
+const C = 'token-c-0123456789abcdef'
+
+/** The ConfigError `loadConfig(env)` throws; fails the test when it throws none or another error. */
+function configError(env: NodeJS.ProcessEnv): ConfigError {
+  try {
+    loadConfig(env)
+  } catch (error) {
+    if (error instanceof ConfigError) return error
+    throw error
+  }
+  throw new Error('loadConfig did not throw')
+}
+
+t.test('defaults: development on 127.0.0.1:3000, data in ./data, 64 KiB bodies, info logs, 10 s grace', async (t) => {
+  t.match(loadConfig({}), {
+    environment: 'development',
+    host: '127.0.0.1',
+    port: 3000,
+    dataDir: 'data',
+    bodyLimit: 65536,
+    logLevel: 'info',
+    shutdownGraceMs: 10000,
+    databaseUrl: undefined,
+  })
+})
+
+t.test('variables are read, typed and validated', async (t) => {
+  const env = {
+    NODE_ENV: 'production',
+    HOST: '0.0.0.0',
+    PORT: '0',
+    DATA_DIR: '/var/lib/plants',
+    BODY_LIMIT: '1024',
+    LOG_LEVEL: 'warn',
+    SHUTDOWN_GRACE_MS: '0',
+    PLANT_STORE_TOKENS: A,
+  }
+  t.match(loadConfig(env), {
+    environment: 'production',
+    host: '0.0.0.0',
+    port: 0,
+    dataDir: '/var/lib/plants',
+    bodyLimit: 1024,
+    logLevel: 'warn',
+    shutdownGraceMs: 0,
+    tokens: [A],
+    tokenGenerated: false,
+  })
+})
+
+t.test('loadConfig does not change the environment it is given', async (t) => {
+  const env = Object.freeze({ PORT: '8080', PLANT_STORE_TOKENS: A })
+  t.equal(loadConfig(env).port, 8080)
+  t.strictSame(env, { PORT: '8080', PLANT_STORE_TOKENS: A })
+})
+
+t.test('PLANT_STORE_TOKENS is a comma-separated list; spaces around tokens are ignored', async (t) => {
+  t.strictSame(loadConfig({ PLANT_STORE_TOKENS: ` ${A} , ${B},,${C} ` }).tokens, [A, B, C])
+})
+
+t.test('PLANT_STORE_TOKENS_FILE holds tokens separated by newlines or commas', async (t) => {
+  const dir = t.testdir({ tokens: `${A}\n${B},${C}\n\n` })
+  t.match(loadConfig({ PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }), { tokens: [A, B, C], tokenGenerated: false })
+})
+
+t.test('PLANT_STORE_TOKENS and PLANT_STORE_TOKENS_FILE combine; duplicates are removed', async (t) => {
+  const dir = t.testdir({ tokens: `${B}\n${A}\n` })
+  t.strictSame(loadConfig({ PLANT_STORE_TOKENS: `${A},${C},${A}`, PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }).tokens, [A, C, B])
+})
+
+t.test('an unreadable PLANT_STORE_TOKENS_FILE is a ConfigError naming the variable', async (t) => {
+  const dir = t.testdir({})
+  for (const path of [join(dir, 'missing'), dir]) {
+    t.match(configError({ PLANT_STORE_TOKENS_FILE: path }).message, /PLANT_STORE_TOKENS_FILE cannot be read/)
+  }
+})
+
+for (const [what, token] of [
+  ['too short', 'short-token'],
+  ['with a character outside RFC 6750 b64token', 'token-with-a-quote-"-0123456789'],
+  ['with a semicolon', 'token;0123456789abcdef'],
+]) {
+  t.test(`a token ${what} is a ConfigError that does not echo the token`, async (t) => {
+    const fromList = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
+    t.match(fromList.message, /token #2 must be at least 16 characters/)
+    t.notMatch(fromList.message, token)
+    const dir = t.testdir({ tokens: `${token}\n` })
+    t.notMatch(configError({ PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }).message, token)
+  })
+}
+
+t.test('production without a token refuses to start', async (t) => {
+  for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', PLANT_STORE_TOKENS: ' , ' }]) {
+    t.match(configError(env).message, /^Refusing to start/)
+  }
+})
+
+for (const environment of ['development', 'test']) {
+  t.test(`${environment} without a token generates one random token per call`, async (t) => {
+    const first = loadConfig({ NODE_ENV: environment })
+    const second = loadConfig({ NODE_ENV: environment })
+    t.equal(first.tokenGenerated, true)
+    t.equal(first.tokens.length, 1)
+    t.match(first.tokens[0], /^[A-Za-z0-9_-]{43}$/, '32 random bytes, base64url')
+    t.notSame(first.tokens, second.tokens, 'a different token each call')
+    t.strictSame(loadConfig({ NODE_ENV: environment, PLANT_STORE_TOKENS: A }).tokens, [A], 'none generated when one is configured')
+  })
+}
+
+for (const [variable, value] of [
+  ['PORT', 'http'],
+  ['PORT', '65536'],
+  ['PORT', '-1'],
+  ['BODY_LIMIT', '1.5'],
+  ['BODY_LIMIT', '100'],
+  ['BODY_LIMIT', '999999999'],
+  ['NODE_ENV', 'staging'],
+  ['LOG_LEVEL', 'verbose'],
+  ['SHUTDOWN_GRACE_MS', 'soon'],
+  ['HOST', ''],
+]) {
+  t.test(`an invalid ${variable} (${JSON.stringify(value)}) is a ConfigError naming it`, async (t) => {
+    t.match(configError({ [variable!]: value, PLANT_STORE_TOKENS: A }).message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`))
+  })
+}
+
+t.test('DATABASE_URL selects PostgreSQL; an invalid one is a ConfigError that does not echo it', async (t) => {
+  t.equal(loadConfig({ DATABASE_URL: 'postgres://plants:secret@db:5432/plants' }).databaseUrl, 'postgres://plants:secret@db:5432/plants')
+  const error = configError({ DATABASE_URL: 'mysql://plants:secret@db/plants' })
+  t.match(error.message, /DATABASE_URL/)
+  t.notMatch(error.message, 'secret')
+})
+
+t.test('DATABASE_URL_FILE is read and trimmed; unreadable or not a postgres:// URL is a ConfigError that does not echo it', async (t) => {
+  const dir = t.testdir({ url: 'postgresql://plants:secret@db/plants\n', wrong: 'mysql://plants:secret@db/plants\n' })
+  t.equal(loadConfig({ DATABASE_URL_FILE: join(dir, 'url') }).databaseUrl, 'postgresql://plants:secret@db/plants')
+  const wrong = configError({ DATABASE_URL_FILE: join(dir, 'wrong') })
+  t.match(wrong.message, /DATABASE_URL_FILE must contain a postgres:\/\/ URL/)
+  t.notMatch(wrong.message, 'secret')
+  t.match(configError({ DATABASE_URL_FILE: join(dir, 'missing') }).message, /DATABASE_URL_FILE cannot be read \(ENOENT\)/)
+})
+
+t.test('TRUST_PROXY is false by default, true/false, or a list of addresses and CIDRs', async (t) => {
+  t.equal(loadConfig({}).trustProxy, false)
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+  t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
+  for (const value of ['gateway.local', ' , ', 'yes', '10.0.0.0/8;rm', '2', '1,10.0.0.1']) {
+    t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
+  }
+})
+
+t.test('SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS', async (t) => {
+  t.equal(loadConfig({ SHUTDOWN_DRAIN_DELAY_MS: '2000', SHUTDOWN_GRACE_MS: '5000' }).shutdownDrainDelayMs, 2000)
+  t.equal(loadConfig({}).shutdownDrainDelayMs, 0)
+  t.match(configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message, /SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS/)
+})
+
+t.test('limits, timeouts and switches of the operations issue are read and typed', async (t) => {
+  t.match(
+    loadConfig({
+      RATE_LIMIT_MAX: '0',
+      RATE_LIMIT_WINDOW_MS: '1000',
+      RATE_LIMIT_REDIS_URL: 'redis://cache:6379',
+      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '200',
+      LOAD_SHED_MAX_HEAP_BYTES: '1000000',
+      CORS_ORIGINS: 'https://a.example, https://b.example',
+      KEEP_ALIVE_TIMEOUT_MS: '61000',
+      REQUEST_TIMEOUT_MS: '0',
+      HEADERS_TIMEOUT_MS: '5000',
+      CONNECTION_TIMEOUT_MS: '90000',
+      GROUP_COMMIT_MAX_BATCH: '1',
+      DATABASE_POOL_SIZE: '4',
+      DATABASE_STATEMENT_TIMEOUT_MS: '250',
+      DATABASE_CONNECT_TIMEOUT_MS: '100',
+      MIGRATE_ON_START: 'false',
+    }),
+    {
+      rateLimitMax: 0,
+      rateLimitWindowMs: 1000,
+      rateLimitRedisUrl: 'redis://cache:6379',
+      loadShedMaxEventLoopDelayMs: 200,
+      loadShedMaxHeapBytes: 1000000,
+      corsOrigins: ['https://a.example', 'https://b.example'],
+      keepAliveTimeoutMs: 61000,
+      requestTimeoutMs: 0,
+      headersTimeoutMs: 5000,
+      connectionTimeoutMs: 90000,
+      groupCommitMaxBatch: 1,
+      poolSize: 4,
+      statementTimeoutMs: 250,
+      connectTimeoutMs: 100,
+      migrateOnStart: false,
+    },
+  )
+  t.match(loadConfig({}), { rateLimitMax: 6000, corsOrigins: [], migrateOnStart: true, groupCommitMaxBatch: 100 })
+  for (const variable of ['RATE_LIMIT_MAX', 'RATE_LIMIT_REDIS_URL']) {
+    t.match(configError({ [variable]: 'mysql://nope' }).message, new RegExp(variable))
+  }
+})

@@ -1,0 +1,65 @@
+/**
+ * Tests of the documentation routes: Swagger UI at `/docs`, the document at
+ * `/docs/json` and `/docs/yaml` equal to openapi.yaml, public, and not part of the
+ * contract themselves.
+ *
+ * @module
+ */
+import t from 'tap'
+import { parse } from 'yaml'
+import { DOCS_PREFIX } from '../service/app.js'
+import { loadContract } from '../service/contract.js'
+import { build } from './helper.js'
+
+t.test('GET /docs is the Swagger UI page (HTML)', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: DOCS_PREFIX })
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], /^text\/html/)
+  t.match(response.body, /<title>Swagger UI<\/title>/)
+})
+
+t.test('the Swagger UI page loads every asset from the service itself', async (t) => {
+  const app = await build(t)
+  const page = await app.inject({ method: 'GET', url: DOCS_PREFIX })
+  const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!)
+  t.ok(assets.length > 0, 'the page references assets')
+  for (const asset of assets) {
+    t.notMatch(asset, /^(?:[a-z]+:)?\/\//i, `${asset} is not on another origin`)
+    const response = await app.inject({ method: 'GET', url: new URL(asset, `http://localhost${DOCS_PREFIX}/`).pathname })
+    t.equal(response.statusCode, 200, `${asset} is served`)
+  }
+})
+
+t.test('GET /docs/json is openapi.yaml', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/json` })
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], /^application\/json/)
+  t.strictSame(response.json(), loadContract())
+})
+
+t.test('GET /docs/yaml is openapi.yaml', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/yaml` })
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], /yaml/)
+  t.strictSame(parse(response.body), loadContract())
+})
+
+t.test('the docs need no token', async (t) => {
+  const app = await build(t)
+  for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`]) {
+    const response = await app.inject({ method: 'GET', url })
+    t.equal(response.statusCode, 200, url)
+    t.equal(response.headers['www-authenticate'], undefined)
+  }
+})
+
+t.test('the docs routes (and the 405 routes) are not in the published contract', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/json` })
+  const document = response.json() as { paths: Record<string, Record<string, unknown>> }
+  t.strictSame(Object.keys(document.paths), ['/plants'])
+  t.strictSame(Object.keys(document.paths['/plants']!), ['post'])
+})

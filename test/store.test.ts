@@ -1,0 +1,74 @@
+/**
+ * The store below the repository: which failures count as "unavailable" (503) in
+ * each dialect, migrations up and down, and refusing a database from a newer release.
+ */
+import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
+import { Migrator } from 'kysely'
+import t from 'tap'
+import { createApp } from '../service/app.js'
+import { openStore, SQLITE_FILE } from '../service/store/database.js'
+import { migrateToLatest } from '../service/store/migrate.js'
+import { migrations } from '../service/store/migrations/index.js'
+import { POSTGRES_URL, TOKEN } from './helper.js'
+
+t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not', async (t) => {
+  const store = openStore({ dataDir: t.testdir(), databaseUrl: POSTGRES_URL })
+  t.teardown(() => store.close())
+  const error = (message: string, code?: string) => Object.assign(new Error(message), code === undefined ? {} : { code })
+  for (const unavailable of [
+    error('connection failure', '08006'),
+    error('too many connections', '53300'),
+    error('terminating connection due to administrator command', '57P01'),
+    error('the database system is starting up', '57P03'),
+    error('canceling statement due to statement timeout', '57014'),
+    error('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
+    error('timeout exceeded when trying to connect'),
+    error('Connection terminated unexpectedly'),
+  ]) {
+    t.ok(store.isUnavailable(unavailable), unavailable.message)
+  }
+  for (const fault of [error('duplicate key value', '23505'), error('invalid byte sequence for encoding "UTF8": 0x00', '22021'), error('syntax error', '42601'), 'not an error']) {
+    t.notOk(store.isUnavailable(fault), String(fault))
+  }
+})
+
+t.test('SQLite: a database locked by another connection is "unavailable"; other errors are not', async (t) => {
+  const store = openStore({ dataDir: t.testdir() })
+  t.teardown(() => store.close())
+  t.ok(store.isUnavailable(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })))
+  t.notOk(store.isUnavailable(Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })))
+  t.notOk(store.isUnavailable(new Error('no code')))
+})
+
+t.test('migrations apply up and roll back down', async (t) => {
+  const store = openStore({ dataDir: t.testdir() })
+  t.teardown(() => store.close())
+  t.same(await migrateToLatest(store), ['0001-create-plant'])
+  const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations } })
+  const down = await migrator.migrateDown()
+  t.equal(down.error, undefined)
+  t.same(down.results?.map((result) => [result.migrationName, result.direction, result.status]), [['0001-create-plant', 'Down', 'Success']])
+  t.same(await migrateToLatest(store), ['0001-create-plant'], 'and up again')
+})
+
+t.test('a failing migration is a MigrationError that says why', async (t) => {
+  const dataDir = t.testdir()
+  const store = openStore({ dataDir })
+  t.teardown(() => store.close())
+  const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
+  sqlite.exec('create table plant (something text)')
+  sqlite.close()
+  await t.rejects(migrateToLatest(store), { name: 'MigrationError', message: /^Migration failed: table "?plant"? already exists/ })
+})
+
+t.test('the service refuses to start on a database migrated by a newer release, and releases the store', async (t) => {
+  const dataDir = t.testdir()
+  const store = openStore({ dataDir })
+  await migrateToLatest(store)
+  await store.close()
+  const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
+  sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
+  sqlite.close()
+  await t.rejects(createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir }), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
+})
