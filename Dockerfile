@@ -1,0 +1,82 @@
+# syntax=docker/dockerfile:1
+#
+# Plant Store container image.
+#
+#   docker build -t plant-store .
+#   docker run --rm -p 3000:3000 -v plant-store-data:/data \
+#     -v "$PWD/secrets/plant_store_tokens:/run/secrets/plant_store_tokens:ro" \
+#     -e PLANT_STORE_TOKENS_FILE=/run/secrets/plant_store_tokens plant-store
+#
+# Configuration is by environment (every variable: README.md, service/config.ts).
+# Bearer tokens are a secret: mount them as a file and point
+# PLANT_STORE_TOKENS_FILE at it (compose.yaml does so with a compose secret at
+# /run/secrets/plant_store_tokens); never bake them into the image or an ENV line.
+# NODE_ENV=production refuses to start without a token.
+#
+# scripts/container-check.sh replays this file's COPY and `npm` steps on a host
+# without Docker, starts the result as an unprivileged user and runs the
+# HEALTHCHECK below; keep every stage's WORKDIR /app and the npm steps in RUN
+# lines of their own so it can.
+
+# Node: the current LTS line (24) on Debian bookworm, slim variant; both base
+# images name the same tag.
+#
+# Compilers for the native addon better-sqlite3 (node-gyp: python3, make, g++),
+# used only when no prebuilt binary can be downloaded. Build stages only: the
+# runtime image carries no toolchain.
+FROM node:24-bookworm-slim AS toolchain
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /app
+COPY package.json package-lock.json ./
+
+# Build: every dependency, then TypeScript to dist/ (with openapi.yaml beside it).
+FROM toolchain AS build
+RUN npm ci
+COPY tsconfig.json tsconfig.build.json openapi.yaml ./
+COPY service ./service
+COPY scripts ./scripts
+RUN npm run build
+
+# Production dependencies only, compiled here, copied into the runtime stage.
+FROM toolchain AS prod-deps
+RUN npm ci --omit=dev
+
+FROM node:24-bookworm-slim AS runtime
+LABEL org.opencontainers.image.title="plant-store" \
+      org.opencontainers.image.description="OpenAPI Plant Store: a contract-first Fastify service for POST /plants" \
+      org.opencontainers.image.licenses="MIT" \
+      org.opencontainers.image.base.name="docker.io/library/node:24-bookworm-slim"
+# SHUTDOWN_GRACE_MS stays below `docker stop`'s default 10 s, so a slow drain
+# ends in the service's own exit rather than in SIGKILL.
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=3000 \
+    DATA_DIR=/data \
+    SHUTDOWN_GRACE_MS=8000
+WORKDIR /app
+# Application files stay owned by root (read-only to the service); only /data is
+# writable by the node user. package.json declares "type": "module" for dist/
+# (without it Node would have to guess each file's module format).
+COPY --from=prod-deps /app/node_modules ./node_modules
+COPY --from=build /app/dist ./dist
+COPY package.json ./
+RUN mkdir -p /data \
+ && chown node:node /data
+USER node
+VOLUME /data
+EXPOSE 3000
+# Liveness probe with node itself (no curl in slim images): GET /health/live.
+# The first probe runs one interval after start, long after the service listens
+# (it starts in well under a second), so no --start-period is set.
+HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
+  CMD ["node", "dist/scripts/healthcheck.js"]
+# Exec form: node is PID 1 and receives SIGTERM/SIGINT itself; no npm or shell
+# in between to swallow or delay the signal or hide the exit status.
+# No init (tini, `docker run --init`) is needed: close-with-grace installs
+# SIGTERM/SIGINT handlers, so PID 1's ignore-by-default signal rule does not
+# bite, and the service starts no child processes, so there are no zombies to
+# reap (health probes are started by the runtime, not by PID 1). `--init`
+# remains harmless if an operator prefers it.
+CMD ["node", "dist/service/server.js"]
