@@ -168,7 +168,18 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   }
 
   await app.register(swagger, { mode: 'static', specification: { document: contract as never } })
-  await app.register(swaggerUi, { routePrefix: DOCS_PREFIX })
+  await app.register(swaggerUi, {
+    routePrefix: DOCS_PREFIX,
+    // Without a trailing slash @fastify/swagger-ui links its assets from the root
+    // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
+    // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
+    uiHooks: {
+      onRequest: async (request, reply) => {
+        const [path, query] = request.url.split(/\?(.*)/s)
+        if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+      },
+    },
+  })
   await app.ready()
   return app
 }

@@ -5,12 +5,16 @@
  * The page must reach nothing but the service, and break no content security policy.
  *
  * Chromium must be installed at {@link CHROMIUM} (`apt-get install chromium`);
- * without it this test fails, it does not skip. A screenshot of the authorized run
- * is saved to `artifacts/swagger-ui.png`.
+ * without it this test fails, it does not skip. Screenshots of the authorized run
+ * are saved to `artifacts/swagger-ui.png` and, behind a gateway that mounts the
+ * service under `/gateway`, `artifacts/swagger-ui-prefix.png`.
  *
  * @module
  */
+import { once } from 'node:events'
 import { existsSync, mkdirSync } from 'node:fs'
+import { createServer, request as forward } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
@@ -19,8 +23,11 @@ import { listen, TOKEN } from './helper.js'
 
 /** Debian's Chromium. */
 const CHROMIUM = '/usr/bin/chromium'
-/** Where the screenshot of the authorized run goes (git-ignored). */
+/** Where the screenshots of the authorized runs go (git-ignored): direct, and behind the gateway. */
 const SCREENSHOT = fileURLToPath(new URL('../artifacts/swagger-ui.png', import.meta.url))
+const PREFIX_SCREENSHOT = fileURLToPath(new URL('../artifacts/swagger-ui-prefix.png', import.meta.url))
+/** The path under which the test gateway mounts the service. */
+const PREFIX = '/gateway'
 /** Milliseconds any one step (navigation, click, wait) may take. */
 const STEP_TIMEOUT_MS = 15_000
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
@@ -68,17 +75,26 @@ async function isolatedPage(t: Test): Promise<{ page: Page; misdeeds: Misdeeds }
   return { page, misdeeds }
 }
 
-/** Opens Swagger UI, and optionally authorizes with `token` through the Authorize dialog. */
-async function openDocs(page: Page, token?: string): Promise<void> {
-  await page.goto(`${url}/docs`)
+/** Waits until Swagger UI has rendered the document. */
+async function docsShown(page: Page): Promise<void> {
   await page.locator('.swagger-ui .info .title').filter({ hasText: 'OpenAPI Plant Store' }).waitFor()
-  if (token === undefined) return
+}
+
+/** Authorizes with `token` through the Authorize dialog (security scheme bearerAuth). */
+async function authorize(page: Page, token: string): Promise<void> {
   await page.locator('.scheme-container button.authorize').click()
   const dialog = page.locator('.modal-ux')
   await dialog.locator('.auth-container').filter({ hasText: 'bearerAuth' }).locator('input').fill(token)
   await dialog.locator('button.authorize').click()
   await dialog.locator('button.btn-done').click()
   await dialog.waitFor({ state: 'detached' })
+}
+
+/** Opens Swagger UI at the service's `/docs`, and optionally authorizes with `token`. */
+async function openDocs(page: Page, token?: string): Promise<void> {
+  await page.goto(`${url}/docs`)
+  await docsShown(page)
+  if (token !== undefined) await authorize(page, token)
 }
 
 /** Runs POST /plants through "Try it out" with `body`; returns the live response's status and body text. */
@@ -103,17 +119,71 @@ function noMisdeeds(t: Test, misdeeds: Misdeeds): void {
   t.same(misdeeds.cspViolations, [], 'no content security policy violation')
 }
 
+/**
+ * In an authorized page, creates `plant` with Try it out → Execute: the request goes
+ * to `requestUrl`, is answered 200 and the page shows the Plant; saves a screenshot.
+ */
+async function createsPlant(t: Test, page: Page, plant: { id: number; name: string; tag: string }, requestUrl: string, screenshot: string): Promise<void> {
+  const result = await tryItOut(page, plant)
+  t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
+  t.equal(result.status, '200')
+  t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
+  mkdirSync(dirname(screenshot), { recursive: true })
+  await page.locator('#operations-default-createPlant .live-responses-table').scrollIntoViewIfNeeded()
+  await page.screenshot({ path: screenshot })
+}
+
+/**
+ * A gateway in a few lines: a reverse proxy on a free loopback port that forwards
+ * `${PREFIX}/…` to the app with the prefix stripped and answers 404 to any other
+ * path. Closed at teardown.
+ * @returns its base URL, and every path it was asked for, forwarded or not.
+ */
+async function gateway(t: Test): Promise<{ url: string; paths: string[] }> {
+  const paths: string[] = []
+  const server = createServer((request, response) => {
+    const path = request.url ?? '/'
+    paths.push(path)
+    if (!path.startsWith(`${PREFIX}/`)) return response.writeHead(404).end()
+    const upstream = forward(new URL(path.slice(PREFIX.length), url), { method: request.method, headers: request.headers }, (answer) => {
+      response.writeHead(answer.statusCode ?? 502, answer.headers)
+      answer.pipe(response)
+    })
+    upstream.on('error', () => response.writeHead(502).end())
+    request.pipe(upstream)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    server.closeAllConnections()
+    server.close()
+  })
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths }
+}
+
+/**
+ * Swagger UI opened at `docsPath` through {@link gateway}: every request the page
+ * makes, assets, document and `POST /plants`, must carry the prefix.
+ */
+async function behindGateway(t: Test, docsPath: string, plant: { id: number; name: string; tag: string }): Promise<void> {
+  const proxy = await gateway(t)
+  const { page, misdeeds } = await isolatedPage(t)
+  await page.goto(`${proxy.url}${docsPath}`)
+  const escaped = (): string[] => proxy.paths.filter((path) => !path.startsWith(`${PREFIX}/`))
+  // After the load event every asset the page links has been asked for.
+  if (!t.same(escaped(), [], 'the page loads its assets through the prefix')) return
+  await docsShown(page)
+  await authorize(page, TOKEN)
+  await createsPlant(t, page, plant, `${proxy.url}${PREFIX}/plants`, PREFIX_SCREENSHOT)
+  t.ok(proxy.paths.includes(`${PREFIX}/plants`), 'POST /plants went through the gateway')
+  t.same(escaped(), [], 'no request reached a path without the prefix')
+  noMisdeeds(t, misdeeds)
+}
+
 t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 with the Plant', async (t) => {
   const { page, misdeeds } = await isolatedPage(t)
   await openDocs(page, TOKEN)
-  const plant = { id: 4242, name: 'Monstera deliciosa', tag: 'indoor' }
-  const result = await tryItOut(page, plant)
-  t.equal(result.requestUrl, `${url}/plants`, 'the relative server URL resolves to the service')
-  t.equal(result.status, '200')
-  t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
-  mkdirSync(dirname(SCREENSHOT), { recursive: true })
-  await page.locator('#operations-default-createPlant .live-responses-table').scrollIntoViewIfNeeded()
-  await page.screenshot({ path: SCREENSHOT })
+  await createsPlant(t, page, { id: 4242, name: 'Monstera deliciosa', tag: 'indoor' }, `${url}/plants`, SCREENSHOT)
   noMisdeeds(t, misdeeds)
 })
 
@@ -124,4 +194,14 @@ t.test('not authorized, Try it out → Execute is answered 401 with the Error bo
   t.equal(result.status, '401')
   t.match(JSON.parse(result.body), { error: 401, message: String })
   noMisdeeds(t, misdeeds)
+})
+
+t.test('behind a gateway mounting the service under /gateway, Swagger UI at /gateway/docs/ creates the plant through the prefix', async (t) => {
+  await behindGateway(t, `${PREFIX}/docs/`, { id: 4444, name: 'Calathea orbifolia', tag: 'shade' })
+})
+
+// @fastify/swagger-ui 6.1 links its assets from the service root (/docs/static/…) unless
+// the URL ends in '/' (lib/index-html.js); the service redirects /docs to the relative docs/.
+t.test('behind a gateway, Swagger UI at /gateway/docs (no trailing slash) creates the plant through the prefix', async (t) => {
+  await behindGateway(t, `${PREFIX}/docs`, { id: 4545, name: 'Pilea peperomioides', tag: 'shelf' })
 })

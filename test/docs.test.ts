@@ -11,9 +11,17 @@ import { DOCS_PREFIX } from '../service/app.js'
 import { loadContract } from '../service/contract.js'
 import { build } from './helper.js'
 
-t.test('GET /docs is the Swagger UI page (HTML)', async (t) => {
+t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is kept', async (t) => {
   const app = await build(t)
-  const response = await app.inject({ method: 'GET', url: DOCS_PREFIX })
+  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}?x=1` })
+  t.equal(response.statusCode, 302)
+  t.equal(response.headers.location, 'docs/?x=1')
+  t.equal((await app.inject({ method: 'GET', url: DOCS_PREFIX })).headers.location, 'docs/')
+})
+
+t.test('GET /docs/ is the Swagger UI page (HTML)', async (t) => {
+  const app = await build(t)
+  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /^text\/html/)
   t.match(response.body, /<title>Swagger UI<\/title>/)
@@ -21,7 +29,7 @@ t.test('GET /docs is the Swagger UI page (HTML)', async (t) => {
 
 t.test('the Swagger UI page loads every asset from the service itself', async (t) => {
   const app = await build(t)
-  const page = await app.inject({ method: 'GET', url: DOCS_PREFIX })
+  const page = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` })
   const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!)
   t.ok(assets.length > 0, 'the page references assets')
   for (const asset of assets) {
@@ -49,7 +57,7 @@ t.test('GET /docs/yaml is openapi.yaml', async (t) => {
 
 t.test('the docs need no token', async (t) => {
   const app = await build(t)
-  for (const url of [DOCS_PREFIX, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`]) {
+  for (const url of [`${DOCS_PREFIX}/`, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`]) {
     const response = await app.inject({ method: 'GET', url })
     t.equal(response.statusCode, 200, url)
     t.equal(response.headers['www-authenticate'], undefined)
