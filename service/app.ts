@@ -14,11 +14,12 @@ import type { IncomingMessage } from 'node:http'
 import bearerAuth from '@fastify/bearer-auth'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions, type HTTPMethods, type onRequestAsyncHookHandler, type RouteOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { Config } from './config.js'
 import { loadContract } from './contract.js'
-import { errorHandler, HttpError, notFoundHandler, UNSUPPORTED_MEDIA_TYPE } from './errors.js'
+import { shapeContractRoutes } from './contract-routes.js'
+import { errorHandler, notFoundHandler } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
 import { Metrics, registerOperations } from './operations.js'
 import { PlantService } from './plant-service.js'
@@ -54,8 +55,6 @@ export type AppConfig = Pick<Config, 'tokens' | 'bodyLimit' | 'dataDir'> &
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
-
-const ALL_METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']
 
 /** An `X-Request-Id` we accept from a client or gateway; anything else is replaced. */
 const requestIdPattern = /^[\w\-.:]{1,128}$/
@@ -133,13 +132,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   })
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
-  const routesByUrl = new Map<string, HTTPMethods[]>()
-  app.addHook('onRoute', (route) => {
-    if (route.schema?.operationId === undefined) return
-    authenticateFirst(route, limitRate)
-    requireBody(route)
-    routesByUrl.set(route.url, [...(routesByUrl.get(route.url) ?? []), ...[route.method].flat()])
-  })
+  const contractRoutes = shapeContractRoutes(app, limitRate)
 
   const contract = loadContract()
   const writer = new GroupCommit(new PlantRepository(store), {
@@ -155,17 +148,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     serviceHandlers: new PlantService(writer, (outcome) => metrics.creates.inc({ outcome })),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
-  for (const [url, methods] of routesByUrl) {
-    const allow = [...methods].sort().join(', ')
-    app.route({
-      method: ALL_METHODS.filter((method) => !methods.includes(method)),
-      url,
-      schema: { hide: true },
-      handler: async () => {
-        throw new HttpError(405, `Method not allowed; ${url} allows ${allow}`, { allow })
-      },
-    })
-  }
+  contractRoutes.addMethodNotAllowed()
 
   await app.register(swagger, { mode: 'static', specification: { document: contract as never } })
   await app.register(swaggerUi, {
@@ -182,33 +165,4 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   })
   await app.ready()
   return app
-}
-
-/**
- * glue runs security handlers as a `preHandler`, after the body is parsed and
- * validated (fastify-openapi-glue #619). Moving them to `onRequest` decides
- * authentication before the body is read: an unauthenticated request gets 401
- * whatever it carries, and no unauthenticated body is ever parsed. The per-token
- * rate limit runs right after, so it counts authenticated requests only.
- */
-function authenticateFirst(route: RouteOptions, limitRate: onRequestAsyncHookHandler | undefined): void {
-  if (route.preHandler === undefined) return
-  route.onRequest = [...[route.onRequest ?? []].flat(), ...[route.preHandler].flat(), ...(limitRate ? [limitRate] : [])]
-  route.preHandler = undefined
-}
-
-/**
- * An operation with a request body needs one: Fastify lets a request without
- * `Content-Type` and without a body reach the handler (and glue does not enforce
- * `requestBody.required`); answer it 415 like any other missing media type.
- */
-function requireBody(route: RouteOptions): void {
-  const schema = route.schema as { body?: unknown }
-  if (schema.body === undefined) return
-  route.preValidation = [
-    ...[route.preValidation ?? []].flat(),
-    async (request) => {
-      if (request.body === undefined) throw new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
-    },
-  ]
 }

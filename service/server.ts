@@ -10,27 +10,12 @@ import { setTimeout } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
+import { loggerOptions } from './logging.js'
 import { MigrationError } from './store/migrate.js'
-
-/**
- * pino options: JSON lines, one per event, each request's lines carrying its
- * `requestId`; human-readable (pino-pretty) only when stdout is a terminal. Headers
- * that carry credentials are redacted wherever a serializer would log them.
- */
-function loggerOptions(level: string) {
-  return {
-    level,
-    redact: {
-      paths: ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'res.headers["set-cookie"]'],
-      censor: '[redacted]',
-    },
-    ...(process.stdout.isTTY ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
-  }
-}
 
 try {
   const config = loadConfig(process.env)
-  const app = await createApp(config, loggerOptions(config.logLevel))
+  const app = await createApp(config, loggerOptions(config.logLevel, process.stdout.isTTY === true))
   closeWithGrace({ delay: config.shutdownGraceMs, logger: app.log }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught error cannot be provoked from outside the process */
     if (err !== undefined) app.log.error({ err }, 'uncaught error')

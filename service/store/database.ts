@@ -29,8 +29,8 @@ export interface StoreOptions {
   readonly statementTimeoutMs?: number
   /** Milliseconds to wait for a PostgreSQL connection (new, or free in a full pool). */
   readonly connectTimeoutMs?: number
-  /** Told of connection errors not tied to a query (a dropped connection). */
-  readonly onConnectionError?: (error: Error) => void
+  /** Told of PostgreSQL connection errors not tied to a query (a dropped connection). */
+  readonly onConnectionError: (error: Error) => void
 }
 
 /** An open store: the Kysely instance and what only the dialect knows. */
@@ -121,9 +121,8 @@ function openPostgres(options: StoreOptions): Store {
   // client while checked out (pg only listens on idle ones). Unheard, either would
   // crash the process; the query in flight fails on its own and the pool replaces
   // the connection on next use.
-  const onError = options.onConnectionError ?? (() => {})
-  pool.on('error', onError)
-  pool.on('connect', (client) => client.on('error', onError))
+  pool.on('error', options.onConnectionError)
+  pool.on('connect', (client) => client.on('error', options.onConnectionError))
   const db = new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) })
   return {
     db,

@@ -39,5 +39,6 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
       { cause: result.error },
     )
   }
-  return (result.results ?? []).map((migration) => migration.migrationName)
+  // `results` is set whenever `error` is not (Kysely's MigrationResultSet).
+  return result.results!.map((migration) => migration.migrationName)
 }
