@@ -28,13 +28,7 @@ export interface ServiceProcess {
  * @throws when the process exits before listening, or does not listen in 15 s.
  */
 export async function startService(t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
-  const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
-    env: { PATH: process.env.PATH, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, HOST: '127.0.0.1', PORT: '0', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  const { child, output } = spawnService(env)
   const exited = once(child, 'exit')
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
@@ -46,29 +40,38 @@ export async function startService(t: TestContext, env: Record<string, string>):
   }
   const deadline = Date.now() + 15000
   while (Date.now() < deadline) {
-    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output)
-    if (match) return { child, url: match[1]!, output: () => output, stop }
+    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output())
+    if (match) return { child, url: match[1]!, output, stop }
     if (child.exitCode !== null) break
     await new Promise((resolve) => setTimeout(resolve, 25))
   }
   child.kill('SIGKILL')
-  throw new Error(`service did not start:\n${output}`)
+  throw new Error(`service did not start:\n${output()}`)
 }
 
 /**
- * Waits for a process to exit.
+ * Runs the service until it exits by itself (a start that must fail).
  * @returns its exit code and its output.
  */
 export async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const { child, output } = spawnService(env)
+  const [code] = (await once(child, 'exit')) as [number | null]
+  return { code, output: output() }
+}
+
+/**
+ * Spawns `service/server.ts` with the given environment on top of a minimal one
+ * (PATH, the loaders and coverage of the test process, loopback, a free port).
+ */
+function spawnService(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
     env: { PATH: process.env.PATH, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, HOST: '127.0.0.1', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  const [code] = (await once(child, 'exit')) as [number | null]
-  return { code, output }
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  return { child, output: () => output }
 }
 
 /** A TCP proxy in front of PostgreSQL whose link can be cut and restored. */
