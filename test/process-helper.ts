@@ -60,12 +60,21 @@ export async function runToExit(env: Record<string, string>): Promise<{ code: nu
 }
 
 /**
- * Spawns `service/server.ts` with the given environment on top of a minimal one
- * (PATH, the loaders and coverage of the test process, loopback, a free port).
+ * What a service process inherits from the test process: PATH, and the settings of
+ * tap's TypeScript loader and coverage (so it transpiles without type checking and
+ * reports coverage like the test). Nothing else: no configuration leaks in.
+ */
+function inherited(): Record<string, string | undefined> {
+  return Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name)))
+}
+
+/**
+ * Spawns `service/server.ts` with the given environment on top of the inherited
+ * one, on loopback and a free port.
  */
 function spawnService(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
-    env: { PATH: process.env.PATH, NODE_OPTIONS: process.env.NODE_OPTIONS, NODE_V8_COVERAGE: process.env.NODE_V8_COVERAGE, HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { ...inherited(), HOST: '127.0.0.1', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''

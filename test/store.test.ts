@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Migrator } from 'kysely'
+import { Migrator, sql } from 'kysely'
 import t from 'tap'
 import { createApp } from '../service/app.js'
 import { openStore, SQLITE_FILE } from '../service/store/database.js'
@@ -71,4 +71,16 @@ t.test('the service refuses to start on a database migrated by a newer release, 
   sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
   sqlite.close()
   await t.rejects(createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir }), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
+})
+
+t.test('SQLite: prepared statements are reused, and the cache stays bounded', async (t) => {
+  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir() })
+  t.teardown(() => store.close())
+  // More distinct statement texts than the cache holds, then the first ones again.
+  for (const round of [0, 1]) {
+    for (let i = 0; i < 300; i++) {
+      const { rows } = await sql<{ n: bigint }>`select ${sql.lit(i)} as n`.execute(store.db)
+      t.equal(rows[0]!.n, BigInt(i), `round ${round}, statement ${i}`)
+    }
+  }
 })

@@ -13,8 +13,7 @@
 import { mkdirSync } from 'node:fs'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
-import pg from 'pg'
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely'
 import type { StoreSchema } from './schema.js'
 
 /** Where the store lives and how to reach it. */
@@ -82,7 +81,7 @@ function openSqlite(dataDir: string): Store {
         database.pragma('synchronous = FULL')
         // ids are signed 64-bit: read every INTEGER as bigint so none is rounded.
         database.defaultSafeIntegers(true)
-        return Promise.resolve(database)
+        return Promise.resolve(withStatementCache(database))
       },
     }),
   })
@@ -93,6 +92,29 @@ function openSqlite(dataDir: string): Store {
     ping: () => sql`select 1`.execute(db).then(() => undefined),
     migrationSchema: () => Promise.resolve(undefined),
     close: () => db.destroy(),
+  }
+}
+
+/** Most prepared statements kept per connection (a batch of N plants is one statement text per N). */
+const STATEMENT_CACHE_SIZE = 256
+
+/**
+ * The database as Kysely's SQLite driver sees it (`prepare`, `close`), with each
+ * statement text prepared once: Kysely prepares every query it runs again, which
+ * showed as a tenth of the store's time in the profile (docs/benchmarks.md).
+ */
+function withStatementCache(database: SQLite.Database): SqliteDatabase {
+  const statements = new Map<string, SQLite.Statement>()
+  return {
+    close: () => database.close(),
+    prepare: (source: string) => {
+      let statement = statements.get(source)
+      if (statement === undefined) {
+        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear()
+        statements.set(source, (statement = database.prepare(source)))
+      }
+      return statement as unknown as SqliteStatement
+    },
   }
 }
 
@@ -111,19 +133,27 @@ function isPostgresUnavailable(error: unknown): boolean {
 }
 
 function openPostgres(options: StoreOptions): Store {
-  const pool = new pg.Pool({
-    connectionString: options.databaseUrl,
-    max: options.poolSize ?? 10,
-    statement_timeout: options.statementTimeoutMs ?? 5000,
-    connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+  const db = new Kysely<StoreSchema>({
+    dialect: new PostgresDialect({
+      // pg is loaded on first use, only when PostgreSQL is configured.
+      pool: async () => {
+        const { default: pg } = await import('pg')
+        const pool = new pg.Pool({
+          connectionString: options.databaseUrl,
+          max: options.poolSize ?? 10,
+          statement_timeout: options.statementTimeoutMs ?? 5000,
+          connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+        })
+        // A connection that the server drops emits 'error': on the pool while idle, on
+        // the client while checked out (pg only listens on idle ones). Unheard, either
+        // would crash the process; the query in flight fails on its own and the pool
+        // replaces the connection on next use.
+        pool.on('error', options.onConnectionError)
+        pool.on('connect', (client) => client.on('error', options.onConnectionError))
+        return pool
+      },
+    }),
   })
-  // A connection that the server drops emits 'error': on the pool while idle, on the
-  // client while checked out (pg only listens on idle ones). Unheard, either would
-  // crash the process; the query in flight fails on its own and the pool replaces
-  // the connection on next use.
-  pool.on('error', options.onConnectionError)
-  pool.on('connect', (client) => client.on('error', options.onConnectionError))
-  const db = new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) })
   return {
     db,
     dialect: 'postgres',

@@ -36,43 +36,45 @@ export class PlantRepository {
   constructor(private readonly store: Store) {}
 
   /**
-   * Saves plants in one transaction (one commit, one fsync), so that several
-   * concurrent creates cost one durable write. The database's primary key decides
-   * which of several writers of one id wins; every other gets `replayed` or
-   * `conflict` by comparing content. Within one call, the first plant of an id is
-   * the one inserted and later ones compare against it.
+   * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
+   * one statement, so one atomic commit (one fsync, one round trip) for all of them,
+   * and several concurrent creates cost one durable write. The database's primary
+   * key decides which of several writers of one id wins; every other gets `replayed`
+   * or `conflict` by comparing content with the stored row, read afterwards. No
+   * explicit transaction is needed: rows are never changed once committed, so the
+   * row read is the row that won. Within one call, the first plant of an id is the
+   * one inserted and later ones compare against it.
    *
    * @param plants - plants to save, any ids (duplicates allowed).
    * @returns one outcome per plant, in order. All are durable when the promise resolves.
    * @throws {StoreUnavailableError} when the store is unreachable or overloaded;
-   *   the database's own error for any other failure. Either way the transaction
-   *   is rolled back: nothing of it is stored.
+   *   the database's own error for any other failure. When the INSERT fails, none
+   *   of its rows is stored (one statement is atomic).
    */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     try {
-      return await this.transact(plants)
+      return await this.write(plants)
     } catch (error) {
       if (this.store.isUnavailable(error)) throw new StoreUnavailableError('The store is unavailable', { cause: error })
       throw error
     }
   }
 
-  private async transact(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
+  private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
     const candidates = [...first.values()]
-    const existing = await this.store.db.transaction().execute(async (trx) => {
-      const inserted = await trx
-        .insertInto('plant')
-        .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
-        .onConflict((conflict) => conflict.column('id').doNothing())
-        .returning('id')
-        .execute()
-      const insertedIds = new Set(inserted.map((row) => String(row.id)))
-      const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
-      const rows = others.length === 0 ? [] : await trx.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
-      return new Map(rows.map((row) => [String(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
-    })
+    const db = this.store.db
+    const inserted = await db
+      .insertInto('plant')
+      .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
+      .onConflict((conflict) => conflict.column('id').doNothing())
+      .returning('id')
+      .execute()
+    const insertedIds = new Set(inserted.map((row) => String(row.id)))
+    const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
+    const rows = others.length === 0 ? [] : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
+    const existing = new Map(rows.map((row) => [String(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
     const firstSeen = new Set<string>()
     return plants.map((plant) => {
       const key = String(plant.id)
