@@ -13,6 +13,19 @@ import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 
 import helmet from 'helmet'
 import type { Config } from './config.js'
 
+/**
+ * Security headers of JSON API responses (OWASP REST Security Cheat Sheet, "Security
+ * headers"): no MIME sniffing, never framed, not cached, HTTPS only. Fixed values,
+ * set with one call; helmet's HTML-page headers (CSP for scripts, COOP/CORP, …)
+ * protect pages, which these responses are not.
+ */
+export const API_SECURITY_HEADERS = {
+  'x-content-type-options': 'nosniff',
+  'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
+  'cache-control': 'no-store',
+  'strict-transport-security': 'max-age=31536000; includeSubDomains',
+} as const
+
 /** Settings of the protections. */
 export type ProtectionConfig = Pick<
   Config,
@@ -50,7 +63,15 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
       },
     },
   })
-  app.addHook('onRequest', (request, reply, done) => securityHeaders(request.raw, reply.raw, (error?: unknown) => done(error as Error | undefined)))
+  app.addHook('onRequest', (request, reply, done) => {
+    // JSON answers of the contract's operations get the API set, written at once;
+    // helmet's page headers are for Swagger UI and every other route.
+    if (request.routeOptions.schema?.operationId !== undefined) {
+      reply.headers(API_SECURITY_HEADERS)
+      return done()
+    }
+    securityHeaders(request.raw, reply.raw, (error?: unknown) => done(error as Error | undefined))
+  })
 
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
@@ -83,6 +104,9 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     ...(redis === undefined ? {} : { redis, nameSpace: 'plant-store-rate-limit:' }),
     // If Redis is unreachable, serve rather than refuse everyone (fail open).
     skipOnError: true,
+    // The budget is told on 429 (with Retry-After), not on every success: three
+    // headers fewer on the hot path.
+    addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
   return app.rateLimit({ keyGenerator: tokenKey })
 }

@@ -15,11 +15,14 @@ const create = (token: string, id: number) => ({
 
 t.test('each token has its own budget; past it, 429 with Retry-After and the Error body', async (t) => {
   const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
-  t.equal((await app.inject(create(TOKEN, 1))).statusCode, 200)
+  const first = await app.inject(create(TOKEN, 1))
+  t.equal(first.statusCode, 200)
+  t.equal(first.headers['x-ratelimit-remaining'], undefined, 'no budget headers on success')
   t.equal((await app.inject(create(TOKEN, 2))).statusCode, 200)
   const limited = await app.inject(create(TOKEN, 3))
   t.equal(limited.statusCode, 429)
   t.match(limited.headers['retry-after'], /^\d+$/)
+  t.equal(limited.headers['x-ratelimit-limit'], '2')
   t.same(contractViolations(limited), [])
   t.equal(limited.json().error, 429)
   t.equal((await app.inject(create(OTHER_TOKEN, 3))).statusCode, 200, 'another token is not limited')
@@ -67,7 +70,12 @@ t.test('security headers on every response, with a policy Swagger UI works under
   t.notMatch(policy, /upgrade-insecure-requests/, 'plain HTTP behind a gateway keeps working')
   const api = await app.inject(create(TOKEN, 1))
   t.equal(api.headers['x-content-type-options'], 'nosniff')
-  t.ok(api.headers['strict-transport-security'])
+  t.equal(api.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'")
+  t.equal(api.headers['cache-control'], 'no-store')
+  t.match(api.headers['strict-transport-security'], /^max-age=\d+/)
+  const rejected = await app.inject({ ...create(TOKEN, 1), payload: { id: 1 } })
+  t.equal(rejected.statusCode, 400)
+  t.equal(rejected.headers['x-content-type-options'], 'nosniff', 'errors of the operation too')
 })
 
 t.test('CORS is off by default', async (t) => {
