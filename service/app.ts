@@ -23,35 +23,15 @@ import { errorHandler, notFoundHandler } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
 import { Metrics, registerOperations } from './operations.js'
 import { PlantService } from './plant-service.js'
-import { type ProtectionConfig, registerProtection } from './protection.js'
+import { registerProtection } from './protection.js'
 import { Security } from './security.js'
 import { openStore } from './store/database.js'
 import { GroupCommit } from './store/group-commit.js'
 import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
 
-/**
- * The part of {@link Config} the application needs: tokens, body limit and data
- * directory are required; everything else has the defaults of `config.ts`.
- */
-export type AppConfig = Pick<Config, 'tokens' | 'bodyLimit' | 'dataDir'> &
-  Partial<
-    Pick<
-      Config,
-      | 'databaseUrl'
-      | 'poolSize'
-      | 'statementTimeoutMs'
-      | 'connectTimeoutMs'
-      | 'migrateOnStart'
-      | 'groupCommitMaxBatch'
-      | 'trustProxy'
-      | 'keepAliveTimeoutMs'
-      | 'requestTimeoutMs'
-      | 'headersTimeoutMs'
-      | 'connectionTimeoutMs'
-    >
-  > &
-  Partial<ProtectionConfig>
+/** The part of {@link Config} the application needs (the process-level rest is `server.ts`'s). */
+export type AppConfig = Omit<Config, 'environment' | 'host' | 'port' | 'tokenGenerated' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs'>
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
@@ -70,7 +50,7 @@ function requestId(request: IncomingMessage): string {
  * validation, serialization, Swagger UI, operations endpoints, protections and the
  * migrated store. Not yet listening.
  *
- * @param config - see {@link AppConfig}.
+ * @param config - see {@link AppConfig}; `loadConfig` gives every default.
  * @param logger - Fastify logger option (pino options, or `false`).
  * @returns the instance, ready; `close()` drains it and closes the store.
  * @throws when the contract is invalid or the store cannot be opened or migrated.
@@ -79,12 +59,12 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const app = Fastify({
     logger,
     bodyLimit: config.bodyLimit,
-    trustProxy: config.trustProxy ?? false,
+    trustProxy: config.trustProxy,
     genReqId: requestId,
     logController: new LogController({ requestIdLogLabel: 'requestId' }),
-    keepAliveTimeout: config.keepAliveTimeoutMs ?? 72000,
-    requestTimeout: config.requestTimeoutMs ?? 30000,
-    connectionTimeout: config.connectionTimeoutMs ?? 0,
+    keepAliveTimeout: config.keepAliveTimeoutMs,
+    requestTimeout: config.requestTimeoutMs,
+    connectionTimeout: config.connectionTimeoutMs,
     // Draining is answered by registerOperations with the contract's Error body.
     return503OnClosing: false,
     ajv: {
@@ -94,7 +74,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
       onCreate: (ajv) => ajv.addFormat('int64', int64Format),
     },
   })
-  app.server.headersTimeout = config.headersTimeoutMs ?? 10000
+  app.server.headersTimeout = config.headersTimeoutMs
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
   app.addHook('onRequest', async (request, reply) => {
@@ -114,7 +94,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const store = openStore({ ...config, onConnectionError: (err) => app.log.warn({ err }, 'store connection lost') })
   app.addHook('onClose', () => store.close())
   try {
-    if (config.migrateOnStart ?? true) await migrateToLatest(store)
+    if (config.migrateOnStart) await migrateToLatest(store)
   } catch (error) {
     await app.close()
     throw error
@@ -122,22 +102,15 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
 
   const metrics = new Metrics()
   registerOperations(app, store, metrics)
-  const limitRate = await registerProtection(app, {
-    rateLimitMax: config.rateLimitMax ?? 0,
-    rateLimitWindowMs: config.rateLimitWindowMs ?? 60000,
-    rateLimitRedisUrl: config.rateLimitRedisUrl,
-    loadShedMaxEventLoopDelayMs: config.loadShedMaxEventLoopDelayMs ?? 0,
-    loadShedMaxHeapBytes: config.loadShedMaxHeapBytes ?? 0,
-    corsOrigins: config.corsOrigins ?? [],
-  })
+  const limitRate = await registerProtection(app, config)
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
   const contractRoutes = shapeContractRoutes(app, limitRate)
 
   const contract = loadContract()
   const writer = new GroupCommit(new PlantRepository(store), {
-    maxBatch: config.groupCommitMaxBatch ?? 100,
-    maxInFlight: store.dialect === 'sqlite' ? 1 : (config.poolSize ?? 10),
+    maxBatch: config.groupCommitMaxBatch,
+    maxInFlight: store.dialect === 'sqlite' ? 1 : config.poolSize,
     onBatch: (size, seconds, failed) => {
       metrics.batchSize.observe(size)
       metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)

@@ -7,10 +7,10 @@ import { GroupCommit } from '../service/store/group-commit.js'
 import { openStore } from '../service/store/database.js'
 import { migrateToLatest } from '../service/store/migrate.js'
 import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../service/store/plant-repository.js'
-import { freshStore, ignoreConnectionError, TEST_DATABASE_URL } from './helper.js'
+import { freshStore, storeOptions, TEST_DATABASE_URL } from './helper.js'
 
 async function repository(t: Parameters<typeof freshStore>[0]) {
-  const store = openStore({ ...(await freshStore(t)), onConnectionError: ignoreConnectionError })
+  const store = openStore(storeOptions(await freshStore(t)))
   t.teardown(() => store.close())
   await migrateToLatest(store)
   return new PlantRepository(store)

@@ -13,7 +13,9 @@ import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } fr
 import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../service/app.js'
+import { loadConfig } from '../service/config.js'
 import { loadContract } from '../service/contract.js'
+import type { StoreOptions } from '../service/store/database.js'
 
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
@@ -58,7 +60,7 @@ export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataD
   // A directory of its own (t.testdir() is one per test and is emptied on every call).
   const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  if (TEST_DATABASE_URL === undefined) return { dataDir }
+  if (TEST_DATABASE_URL === undefined) return { dataDir, databaseUrl: undefined }
   return { dataDir, databaseUrl: (await postgresSchema(t)).url }
 }
 
@@ -71,6 +73,19 @@ export const OTHER_TOKEN = 'rotated-token-0123456789abcdef'
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
 /**
+ * The configuration of a test app: `loadConfig`'s defaults (one place for them),
+ * both test tokens, rate limiting off unless a test turns it on, then `overrides`.
+ */
+export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
+  return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, RATE_LIMIT_MAX: '0' }), ...overrides }
+}
+
+/** Options to open a store directly in a test: the test defaults, then `overrides`. */
+export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOptions {
+  return { ...testConfig(), onConnectionError: ignoreConnectionError, ...overrides }
+}
+
+/**
  * Builds the application on a fresh store (see {@link freshStore}), closed when the
  * test ends.
  * @param overrides - configuration to change; `dataDir`/`databaseUrl` (e.g. from
@@ -79,7 +94,7 @@ export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 
  */
 export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
   const store = overrides.dataDir === undefined && overrides.databaseUrl === undefined ? await freshStore(t) : {}
-  const app = await createApp({ tokens: [TOKEN, OTHER_TOKEN], bodyLimit: 65536, ...store, ...overrides } as AppConfig, logger)
+  const app = await createApp(testConfig({ ...store, ...overrides }), logger)
   t.teardown(() => app.close())
   return app
 }

@@ -8,7 +8,7 @@ import t from 'tap'
 import { createApp } from '../service/app.js'
 import { migrateToLatest } from '../service/store/migrate.js'
 import { openStore } from '../service/store/database.js'
-import { contractViolations, ignoreConnectionError, JSON_HEADERS, postgresSchema, TOKEN } from './helper.js'
+import { contractViolations, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from './helper.js'
 import { cuttableProxy, startService } from './process-helper.js'
 
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
@@ -46,7 +46,7 @@ t.test('two replicas on one database: the same id is stored once; identical cont
 t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated', async (t) => {
   const { url, client } = await postgresSchema(t)
   const proxy = await cuttableProxy(t, url)
-  const app = await createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir: t.testdir(), databaseUrl: proxy.url, connectTimeoutMs: 300, poolSize: 4 })
+  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: proxy.url, connectTimeoutMs: 300, poolSize: 4 }))
   t.teardown(() => app.close())
   const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: `plant ${id}` } })
 
@@ -71,7 +71,7 @@ t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 2
 
 t.test('a database migrated by a newer release refuses to start, with a clear message', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir(), databaseUrl: url })
+  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: url }))
   t.same(await migrateToLatest(store), ['0001-create-plant'])
   t.same(await migrateToLatest(store), [], 'up to date: nothing to apply')
   await client.query(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', now()::text)`)
@@ -81,7 +81,7 @@ t.test('a database migrated by a newer release refuses to start, with a clear me
 
 t.test('replicas starting at once on an empty database: one migrates, the others wait, all serve', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const apps = await Promise.all([1, 2, 3].map(() => createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir: t.testdir(), databaseUrl: url })))
+  const apps = await Promise.all([1, 2, 3].map(() => createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url }))))
   t.teardown(() => Promise.all(apps.map((app) => app.close())))
   const { rows } = await client.query('select name from kysely_migration')
   t.same(rows, [{ name: '0001-create-plant' }], 'applied once')

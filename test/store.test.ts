@@ -10,10 +10,10 @@ import { createApp } from '../service/app.js'
 import { openStore, SQLITE_FILE } from '../service/store/database.js'
 import { migrateToLatest } from '../service/store/migrate.js'
 import { migrations } from '../service/store/migrations/index.js'
-import { ignoreConnectionError, POSTGRES_URL, TOKEN } from './helper.js'
+import { POSTGRES_URL, storeOptions, testConfig } from './helper.js'
 
 t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not', async (t) => {
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir(), databaseUrl: POSTGRES_URL })
+  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: POSTGRES_URL }))
   t.teardown(() => store.close())
   const error = (message: string, code?: string) => Object.assign(new Error(message), code === undefined ? {} : { code })
   for (const unavailable of [
@@ -34,7 +34,7 @@ t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"
 })
 
 t.test('SQLite: a database locked by another connection is "unavailable"; other errors are not', async (t) => {
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir() })
+  const store = openStore(storeOptions({ dataDir: t.testdir() }))
   t.teardown(() => store.close())
   t.ok(store.isUnavailable(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })))
   t.notOk(store.isUnavailable(Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })))
@@ -42,7 +42,7 @@ t.test('SQLite: a database locked by another connection is "unavailable"; other 
 })
 
 t.test('migrations apply up and roll back down', async (t) => {
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir() })
+  const store = openStore(storeOptions({ dataDir: t.testdir() }))
   t.teardown(() => store.close())
   t.same(await migrateToLatest(store), ['0001-create-plant'])
   const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations } })
@@ -54,7 +54,7 @@ t.test('migrations apply up and roll back down', async (t) => {
 
 t.test('a failing migration is a MigrationError that says why', async (t) => {
   const dataDir = t.testdir()
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir })
+  const store = openStore(storeOptions({ dataDir }))
   t.teardown(() => store.close())
   const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
   sqlite.exec('create table plant (something text)')
@@ -64,17 +64,17 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
 
 t.test('the service refuses to start on a database migrated by a newer release, and releases the store', async (t) => {
   const dataDir = t.testdir()
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir })
+  const store = openStore(storeOptions({ dataDir }))
   await migrateToLatest(store)
   await store.close()
   const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
   sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
   sqlite.close()
-  await t.rejects(createApp({ tokens: [TOKEN], bodyLimit: 65536, dataDir }), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
+  await t.rejects(createApp(testConfig({ dataDir })), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
 })
 
 t.test('SQLite: prepared statements are reused, and the cache stays bounded', async (t) => {
-  const store = openStore({ onConnectionError: ignoreConnectionError, dataDir: t.testdir() })
+  const store = openStore(storeOptions({ dataDir: t.testdir() }))
   t.teardown(() => store.close())
   // More distinct statement texts than the cache holds, then the first ones again.
   for (const round of [0, 1]) {

@@ -23,11 +23,11 @@ export interface StoreOptions {
   /** `postgres://…` URL; when set, PostgreSQL replaces the embedded store. A secret: never logged. */
   readonly databaseUrl?: string | undefined
   /** Most PostgreSQL connections this process opens. */
-  readonly poolSize?: number
+  readonly poolSize: number
   /** Milliseconds a PostgreSQL statement may run before the server cancels it. */
-  readonly statementTimeoutMs?: number
+  readonly statementTimeoutMs: number
   /** Milliseconds to wait for a PostgreSQL connection (new, or free in a full pool). */
-  readonly connectTimeoutMs?: number
+  readonly connectTimeoutMs: number
   /** Told of PostgreSQL connection errors not tied to a query (a dropped connection). */
   readonly onConnectionError: (error: Error) => void
 }
@@ -140,9 +140,9 @@ function openPostgres(options: StoreOptions): Store {
         const { default: pg } = await import('pg')
         const pool = new pg.Pool({
           connectionString: options.databaseUrl,
-          max: options.poolSize ?? 10,
-          statement_timeout: options.statementTimeoutMs ?? 5000,
-          connectionTimeoutMillis: options.connectTimeoutMs ?? 2000,
+          max: options.poolSize,
+          statement_timeout: options.statementTimeoutMs,
+          connectionTimeoutMillis: options.connectTimeoutMs,
         })
         // A connection that the server drops emits 'error': on the pool while idle, on
         // the client while checked out (pg only listens on idle ones). Unheard, either
