@@ -116,3 +116,24 @@ t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the 
   const { rows } = await client.query('select id from plant where id = any($1::bigint[])', [ok])
   t.equal(rows.length, ok.length, 'every plant answered 200 is stored')
 })
+
+t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; with the pool exhausted past DATABASE_CONNECT_TIMEOUT_MS readiness is 503; creates queued behind wait at most that long', async (t) => {
+  const { url, client } = await postgresSchema(t)
+  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url, poolSize: 1, statementTimeoutMs: 400, connectTimeoutMs: 100 }))
+  t.teardown(() => app.close())
+  const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: 'Ficus' } })
+  // Another session holds the row of id 1, uncommitted: the service's INSERT of id 1
+  // waits on it, holding the pool's only connection.
+  await client.query('begin')
+  await client.query(`insert into plant (id, name) values (1, 'Ficus')`)
+  const blocked = send(1)
+  await new Promise((resolve) => setTimeout(resolve, 50))
+  const [ready, queued, timedOut] = await Promise.all([app.inject({ url: '/health/ready' }), send(2), blocked])
+  t.equal(timedOut.statusCode, 503, 'statement timeout: 503')
+  t.equal(ready.statusCode, 503, 'no free connection within the connect timeout: not ready')
+  t.equal(queued.statusCode, 200, 'a create queued behind the stuck one is stored once it gives up')
+  for (const response of [timedOut, ready]) t.equal(response.headers['retry-after'], '1')
+  t.same(contractViolations(timedOut), [])
+  await client.query('rollback')
+  t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')
+})
