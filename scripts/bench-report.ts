@@ -16,6 +16,7 @@ import type { StoreActivity } from './bench-metrics.js'
 export const HAND_WRITTEN = '<!-- Hand-written below this line: `npm run bench` keeps it when it regenerates the report. -->'
 /** Soak section delimiters: kept as they are when a run has no soak. */
 export const SOAK_START = '<!-- soak:start -->'
+/** End marker of the soak section, which a run without a soak keeps as it is. */
 export const SOAK_END = '<!-- soak:end -->'
 
 /** One target's outcome. */
