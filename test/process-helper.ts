@@ -19,6 +19,12 @@ export interface ServiceProcess {
   output(): string
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>
+  /**
+   * Waits until the output matches (at most 10 s), for what the process writes
+   * after it listens.
+   * @returns the match. @throws when it does not come.
+   */
+  waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
 /**
@@ -29,7 +35,8 @@ export interface ServiceProcess {
  */
 export async function startService(t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
-  const exited = once(child, 'exit')
+  // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
+  const exited = once(child, 'close')
   t.teardown(() => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
   })
@@ -38,15 +45,22 @@ export async function startService(t: TestContext, env: Record<string, string>):
     const [code] = (await exited) as [number | null]
     return code
   }
-  const deadline = Date.now() + 15000
-  while (Date.now() < deadline) {
-    const match = /Server listening at (http:\/\/127\.0\.0\.1:\d+)/.exec(output())
-    if (match) return { child, url: match[1]!, output, stop }
-    if (child.exitCode !== null) break
-    await new Promise((resolve) => setTimeout(resolve, 25))
+  const waitFor = async (pattern: RegExp, timeoutMs = 10000) => {
+    const deadline = Date.now() + timeoutMs
+    while (Date.now() < deadline && child.exitCode === null) {
+      const match = pattern.exec(output())
+      if (match) return match
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    throw new Error(`no ${pattern} in the output:\n${output()}`)
   }
-  child.kill('SIGKILL')
-  throw new Error(`service did not start:\n${output()}`)
+  try {
+    const [, url] = await waitFor(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/, 15000)
+    return { child, url: url!, output, stop, waitFor }
+  } catch (error) {
+    child.kill('SIGKILL')
+    throw new Error(`service did not start: ${(error as Error).message}`, { cause: error })
+  }
 }
 
 /**
@@ -55,7 +69,7 @@ export async function startService(t: TestContext, env: Record<string, string>):
  */
 export async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
   const { child, output } = spawnService(env)
-  const [code] = (await once(child, 'exit')) as [number | null]
+  const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
 }
 

@@ -60,6 +60,7 @@ t.test('an invalid variable stops the start with a message naming it', async (t)
 
 t.test('development without a token generates one, prints it once with the Swagger UI address, and it works', async (t) => {
   const service = await startService(t, { NODE_ENV: 'development', DATA_DIR: join(t.testdir(), 'data') })
+  await service.waitFor(/Swagger UI: /)
   const token = /generated a token for this run:\s+(\S+)/.exec(service.output())?.[1]
   t.ok(token, 'a token is printed')
   t.match(service.output(), new RegExp(`Swagger UI: ${service.url}/docs`))
