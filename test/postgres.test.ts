@@ -127,7 +127,12 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   await client.query('begin')
   await client.query(`insert into plant (id, name) values (1, 'Ficus')`)
   const blocked = send(1)
-  await new Promise((resolve) => setTimeout(resolve, 50))
+  // Until the service's INSERT is waiting on that row lock (bounded).
+  for (let attempt = 0; attempt < 200; attempt++) {
+    const { rows } = await client.query(`select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'insert into "plant"%'`)
+    if (rows[0].waiting > 0) break
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
   const [ready, queued, timedOut] = await Promise.all([app.inject({ url: '/health/ready' }), send(2), blocked])
   t.equal(timedOut.statusCode, 503, 'statement timeout: 503')
   t.equal(ready.statusCode, 503, 'no free connection within the connect timeout: not ready')
