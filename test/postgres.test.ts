@@ -129,6 +129,8 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   const blocked = send(1)
   // Until the service's INSERT is waiting on that row lock (bounded).
   for (let attempt = 0; attempt < 200; attempt++) {
+    // (statistics are snapshotted per transaction, and this session is inside one)
+    await client.query('select pg_stat_clear_snapshot()')
     const { rows } = await client.query(`select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'insert into "plant"%'`)
     if (rows[0].waiting > 0) break
     await new Promise((resolve) => setTimeout(resolve, 10))
