@@ -144,7 +144,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
   }
   const environment = raw.NODE_ENV as Config['environment']
-  const tokens = [...splitTokens(raw.PLANT_STORE_TOKENS as string), ...readTokenFile(raw.PLANT_STORE_TOKENS_FILE as string | undefined)]
+  const tokens = [...splitList(raw.PLANT_STORE_TOKENS as string), ...readTokenFile(raw.PLANT_STORE_TOKENS_FILE as string | undefined)]
   for (const [index, token] of tokens.entries()) {
     if (!tokenPattern.test(token)) {
       // The token itself is never echoed: it is a secret.
@@ -189,7 +189,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     rateLimitRedisUrl: raw.RATE_LIMIT_REDIS_URL as string | undefined,
     loadShedMaxEventLoopDelayMs: raw.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS as number,
     loadShedMaxHeapBytes: raw.LOAD_SHED_MAX_HEAP_BYTES as number,
-    corsOrigins: splitTokens(raw.CORS_ORIGINS as string),
+    corsOrigins: splitList(raw.CORS_ORIGINS as string),
     keepAliveTimeoutMs: raw.KEEP_ALIVE_TIMEOUT_MS as number,
     requestTimeoutMs: raw.REQUEST_TIMEOUT_MS as number,
     headersTimeoutMs: raw.HEADERS_TIMEOUT_MS as number,
@@ -203,19 +203,20 @@ const ipOrCidr = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-fA-F]{0,4}(:[0-9a-fA-F]{0,4}){2,
 /** `TRUST_PROXY`: `true`/`false`, or a list of addresses and CIDRs. */
 function parseTrustProxy(value: string): Config['trustProxy'] {
   if (value === 'true' || value === 'false') return value === 'true'
-  const list = splitTokens(value)
+  const list = splitList(value)
   if (list.length === 0 || !list.every((entry) => ipOrCidr.test(entry))) {
     throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
   }
   return list
 }
 
-function splitTokens(text: string): string[] {
-  return text.split(/[\s,]+/).filter((token) => token !== '')
+/** Items of a comma- or white-space-separated list, empty ones dropped. */
+function splitList(text: string): string[] {
+  return text.split(/[\s,]+/).filter((item) => item !== '')
 }
 
 function readTokenFile(path: string | undefined): string[] {
-  return path === undefined ? [] : splitTokens(readSecretFile('PLANT_STORE_TOKENS_FILE', path))
+  return path === undefined ? [] : splitList(readSecretFile('PLANT_STORE_TOKENS_FILE', path))
 }
 
 function readDatabaseUrl(url: string | undefined, path: string | undefined): string | undefined {

@@ -40,6 +40,18 @@ export class UnauthorizedError extends HttpError {
   }
 }
 
+/**
+ * 503: the store is unavailable, or the service is draining; nothing was stored.
+ * Carries `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares
+ * for `ServiceUnavailable`.
+ */
+export class ServiceUnavailableError extends HttpError {
+  /** @param message - what is unavailable, for a person. */
+  constructor(message: string) {
+    super(503, message, { 'retry-after': '1' })
+  }
+}
+
 /** Message of every 415: the one media type the contract declares (RFC 9110 §15.5.16). */
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as application/json'
 

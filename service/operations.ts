@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
-import { HttpError } from './errors.js'
+import { ServiceUnavailableError } from './errors.js'
 import type { Store } from './store/database.js'
 
 declare module 'fastify' {
@@ -58,15 +58,15 @@ export class Metrics {
     registers: [this.registry],
   })
 
-  /** @param processMetrics - also collect the standard process metrics (CPU, memory, event loop, GC). */
-  constructor(processMetrics = true) {
-    if (processMetrics) collectDefaultMetrics({ register: this.registry })
+  /** Also collects the standard process metrics (CPU, memory, event loop, GC) into the registry. */
+  constructor() {
+    collectDefaultMetrics({ register: this.registry })
   }
 }
 
 /**
- * Registers the probes and the metrics endpoint, and the hooks that feed request
- * metrics and refuse new requests while the service drains.
+ * Registers the probes and the metrics endpoint, the hook that feeds request
+ * metrics, and draining.
  *
  * - `GET /health/live`: 200 while the process serves HTTP.
  * - `GET /health/ready`: 200 when the store answers and the service is not
@@ -91,11 +91,11 @@ export function registerOperations(app: FastifyInstance, store: Store, metrics: 
   // Liveness answers even under pressure: a busy process is alive (under-pressure's per-route handler).
   app.get(OPERATIONS_PATHS.live, { ...hidden, config: { pressureHandler: () => undefined } }, async () => ({ status: 'live' }))
   app.get(OPERATIONS_PATHS.ready, hidden, async () => {
-    if (draining) throw new HttpError(503, 'The service is shutting down', { 'retry-after': '1' })
+    if (draining) throw new ServiceUnavailableError('The service is shutting down')
     try {
       await store.ping()
     } catch {
-      throw new HttpError(503, 'The store is unavailable', { 'retry-after': '1' })
+      throw new ServiceUnavailableError('The store is unavailable')
     }
     return { status: 'ready' }
   })

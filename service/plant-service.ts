@@ -7,7 +7,7 @@
  */
 import type { FastifyRequest } from 'fastify'
 import type { NewPlant, Plant } from './contract.js'
-import { HttpError } from './errors.js'
+import { HttpError, ServiceUnavailableError } from './errors.js'
 import { exactInteger } from './json-body.js'
 import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
 
@@ -49,7 +49,7 @@ export class PlantService {
     const body = request.body
     const plant: PlantRecord = { id: exactInteger(body, 'id') ?? BigInt(body.id), name: body.name, tag: body.tag ?? null }
     const outcome = await this.writer.save(plant).catch((error: unknown) => {
-      if (error instanceof StoreUnavailableError) throw new HttpError(503, 'The store is unavailable; retry later', { 'retry-after': '1' })
+      if (error instanceof StoreUnavailableError) throw new ServiceUnavailableError('The store is unavailable; retry later')
       throw error
     })
     this.onOutcome(outcome.status)
