@@ -21,7 +21,7 @@ export const SOAK_END = '<!-- soak:end -->'
 
 /** One target's outcome. */
 export interface TargetResult {
-  readonly key: 'raw' | 'embedded' | 'postgres'
+  readonly key: 'raw' | 'unstored' | 'embedded' | 'postgres'
   readonly title: string
   /** Why it was not measured, when it was not. */
   readonly notRun?: string
@@ -100,7 +100,7 @@ function resultRow(result: TargetResult, ceiling: number | undefined): string {
 /** Group-commit activity of the service targets, read from their `/metrics`. */
 function storeSection(results: readonly TargetResult[], durationS: number): string[] {
   const rows = results.flatMap((result) =>
-    result.store === undefined
+    result.store === undefined || result.key === 'unstored'
       ? []
       : [`| ${result.title} | ${number(result.store.transactions)} | ${number(result.store.transactions / durationS)} | ${number(result.store.meanBatch, 1)} | ${ms(result.store.meanTransactionMs)} |`],
   )
@@ -128,7 +128,7 @@ function checks(results: readonly TargetResult[], ceiling: number | undefined): 
   const minRatio = { embedded: 0.75, postgres: 0.5 } as const
   for (const result of results) {
     const key = result.key
-    if (key === 'raw') continue
+    if (key === 'raw' || key === 'unstored') continue
     const load = result.load
     const add = (what: string, threshold: string, measured: number | undefined, pass: (value: number) => boolean, format = ms) =>
       out.push({ what: `${result.title}: ${what}`, threshold, measured: load === undefined ? `not run` : format(measured), pass: load === undefined || measured === undefined ? undefined : pass(measured) })
@@ -140,6 +140,42 @@ function checks(results: readonly TargetResult[], ceiling: number | undefined): 
     add('errors + non-2xx + wrong bodies', '0', load ? load.errors + load.non2xx + load.wrongBodies : undefined, (v) => v === 0, (v) => String(v))
   }
   return out
+}
+
+/**
+ * Server time per request, µs: 1,000,000 ÷ req/s, the time each request holds the
+ * server's one core (CPU, and the waits that block its event loop, such as SQLite's
+ * fsync), as long as the server, not the load generator, is the bottleneck.
+ */
+function usPerRequest(result: TargetResult | undefined): number | undefined {
+  const rps = result?.load?.requestsPerSecond
+  return rps === undefined || rps === 0 ? undefined : 1e6 / rps
+}
+
+/**
+ * What each ratio target allows per request, against what the service spends with
+ * and without its database write (the `unstored` ablation): a target needs
+ * `ratio × ceiling` req/s, so it allows `1 / (ratio × ceiling)` per request.
+ */
+function costSection(results: readonly TargetResult[], ceiling: number | undefined): string[] {
+  const base = usPerRequest(results.find((result) => result.key === 'unstored'))
+  if (ceiling === undefined || base === undefined) return []
+  const minRatio = { embedded: 0.75, postgres: 0.5 } as const
+  const rows = results.flatMap((result) => {
+    if (result.key !== 'embedded' && result.key !== 'postgres') return []
+    const spent = usPerRequest(result)
+    if (spent === undefined) return []
+    const budget = 1e6 / (minRatio[result.key] * ceiling)
+    return [`| ${result.title} | ${minRatio[result.key]} | ${number(budget, 1)} | ${number(base, 1)} | ${number(budget - base, 1)} | ${number(spent, 1)} | ${number(spent - base, 1)} |`]
+  })
+  return [
+    'Server time per request (µs = 1,000,000 ÷ req/s, the time each request holds the server\'s one core): what each ratio target allows, what the service takes with its database write skipped (the ablation), hence what storing may cost, against what it costs:',
+    '',
+    '| target | ratio | allowed µs | µs without the write | left for storing | µs with the store | storing costs |',
+    '|---|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+  ]
 }
 
 /**
@@ -155,8 +191,9 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
     '',
     'Side-by-side throughput, latency, memory and start-up of `POST /plants`: a raw',
     '`node:http` server (the ceiling: auth check, JSON parse, JSON write, nothing stored)',
-    'and the service on its embedded store and on PostgreSQL. Shared, noisy virtual',
-    'machines: read the ratios, not the absolute numbers.',
+    'and the service on its embedded store and on PostgreSQL, with an ablation: the service',
+    'with its database write skipped. Shared, noisy virtual machines: read the ratios,',
+    'not the absolute numbers.',
     '',
     '## Machine',
     '',
@@ -187,6 +224,7 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
       .filter((result) => (result.load?.generatorCpuPercent ?? 0) >= 95)
       .map((result) => `The load generator saturated its core against ${result.title}: that figure is a lower bound of what the server can do${result.key === 'raw' ? ', so every ratio to the ceiling is optimistic' : ''}.\n`),
     ...storeSection(results, settings.durationS),
+    ...costSection(results, ceiling),
     '## Targets',
     '',
     '| target | threshold | measured | result |',

@@ -7,7 +7,9 @@
  * - `BENCH_DURATION`: seconds measured per target (default 10, 1–600);
  * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
  * - `BENCH_CONNECTIONS`: default 50;
- * - `BENCH_TARGETS`: comma-separated subset of `raw,embedded,postgres` (default all);
+ * - `BENCH_TARGETS`: comma-separated subset of `raw,unstored,embedded,postgres`
+ *   (default all); `unstored` is the service with its database write skipped
+ *   (`bench-unstored-service.ts`), an ablation that shows what storing costs;
  * - `BENCH_DATABASE_URL`: PostgreSQL for the third target, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
  * - `BENCH_SOAK`: seconds of steady load against the embedded service after the
@@ -38,6 +40,7 @@ import { renderSoak, runSoak } from './bench-soak.js'
 
 const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
+const UNSTORED_SERVICE = fileURLToPath(new URL('./bench-unstored-service.js', import.meta.url))
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
 
 function bounded(name: string, fallback: number, min: number, max: number): number {
@@ -53,7 +56,7 @@ const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const soakS = bounded('BENCH_SOAK', 0, 0, 3600)
 const soakRate = bounded('BENCH_SOAK_RATE', 2000, 1, 100_000)
 const soakConnections = bounded('BENCH_SOAK_CONNECTIONS', 25, 1, 1000)
-const targets = new Set((process.env.BENCH_TARGETS ?? 'raw,embedded,postgres').split(',').map((name) => name.trim()))
+const targets = new Set((process.env.BENCH_TARGETS ?? 'raw,unstored,embedded,postgres').split(',').map((name) => name.trim()))
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const profileDir = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : undefined
 const reportPath = resolve(REPO, process.env.BENCH_REPORT ?? 'docs/benchmarks.md')
@@ -114,8 +117,15 @@ async function measure(server: ServerProcess): Promise<Measured> {
   return { load, peakRssMb: server.peakRssMb(), ...(store === undefined ? {} : { store }) }
 }
 
+const TITLES = {
+  raw: 'raw `node:http` (ceiling)',
+  unstored: 'service, database write skipped (ablation)',
+  embedded: 'service, embedded store',
+  postgres: 'service, PostgreSQL',
+} as const satisfies Record<TargetResult['key'], string>
+
 async function runRaw(): Promise<TargetResult> {
-  const title = 'raw `node:http` (ceiling)'
+  const title = TITLES.raw
   const server = await startServer({ script: RAW_CEILING, env: { PLANT_STORE_TOKENS: token }, port: await freePort(), core: SERVER_CORE, probe })
   try {
     const readyRssMb = server.rssMb()
@@ -126,15 +136,16 @@ async function runRaw(): Promise<TargetResult> {
 }
 
 /** Starts the service, measures it, stops it, and starts it again on the same data. */
-async function runService(key: 'embedded' | 'postgres'): Promise<TargetResult> {
-  const title = key === 'embedded' ? 'service, embedded store' : 'service, PostgreSQL'
+async function runService(key: 'unstored' | 'embedded' | 'postgres'): Promise<TargetResult> {
+  const title = TITLES[key]
+  const script = key === 'unstored' ? UNSTORED_SERVICE : SERVICE
   if (key === 'postgres') {
     const unavailable = await postgresUnavailable(databaseUrl)
     if (unavailable !== undefined) return { key, title, notRun: unavailable }
   }
   const env = serviceEnv(key === 'postgres' ? { DATABASE_URL: databaseUrl } : {})
   const nodeArgs = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]
-  const first = await startServer({ nodeArgs, script: SERVICE, env, port: await freePort(), core: SERVER_CORE, probe })
+  const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
   let measured: Measured
   const readyRssMb = first.rssMb()
   try {
@@ -146,19 +157,18 @@ async function runService(key: 'embedded' | 'postgres'): Promise<TargetResult> {
     const stopped = await first.stop()
     if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
   }
-  const again = await startServer({ script: SERVICE, env, port: await freePort(), core: SERVER_CORE, probe })
+  const again = await startServer({ script, env, port: await freePort(), core: SERVER_CORE, probe })
   await again.stop()
   return { key, title, readyRssMb, ...measured, readyMs: first.readyMs, readyAgainMs: again.readyMs }
 }
 
 async function runTarget(key: TargetResult['key']): Promise<TargetResult> {
-  const titles = { raw: 'raw `node:http` (ceiling)', embedded: 'service, embedded store', postgres: 'service, PostgreSQL' }
-  if (!targets.has(key)) return { key, title: titles[key], notRun: 'not selected (BENCH_TARGETS)' }
-  process.stdout.write(`${titles[key]}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
+  if (!targets.has(key)) return { key, title: TITLES[key], notRun: 'not selected (BENCH_TARGETS)' }
+  process.stdout.write(`${TITLES[key]}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
   try {
     return key === 'raw' ? await runRaw() : await runService(key)
   } catch (error) {
-    return { key, title: titles[key], notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
+    return { key, title: TITLES[key], notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
   }
 }
 
@@ -200,7 +210,7 @@ try {
   const date = new Date()
   const loadAtStart = loadavg()[0] ?? 0
   const results: TargetResult[] = []
-  for (const key of ['raw', 'embedded', 'postgres'] as const) {
+  for (const key of ['raw', 'unstored', 'embedded', 'postgres'] as const) {
     const result = await runTarget(key)
     results.push(result)
     const load = result.load
