@@ -21,7 +21,7 @@ export const SOAK_END = '<!-- soak:end -->'
 
 /** One target's outcome. */
 export interface TargetResult {
-  readonly key: 'raw' | 'unstored' | 'embedded' | 'postgres'
+  readonly key: 'raw' | 'durable' | 'unstored' | 'embedded' | 'postgres'
   readonly title: string
   /** Why it was not measured, when it was not. */
   readonly notRun?: string
@@ -128,7 +128,7 @@ function checks(results: readonly TargetResult[], ceiling: number | undefined): 
   const minRatio = { embedded: 0.75, postgres: 0.5 } as const
   for (const result of results) {
     const key = result.key
-    if (key === 'raw' || key === 'unstored') continue
+    if (key === 'raw' || key === 'durable' || key === 'unstored') continue
     const load = result.load
     const add = (what: string, threshold: string, measured: number | undefined, pass: (value: number) => boolean, format = ms) =>
       out.push({ what: `${result.title}: ${what}`, threshold, measured: load === undefined ? `not run` : format(measured), pass: load === undefined || measured === undefined ? undefined : pass(measured) })
@@ -159,7 +159,17 @@ function usPerRequest(result: TargetResult | undefined): number | undefined {
  */
 function costSection(results: readonly TargetResult[], ceiling: number | undefined): string[] {
   const base = usPerRequest(results.find((result) => result.key === 'unstored'))
-  if (ceiling === undefined || base === undefined) return []
+  const durable = results.find((result) => result.key === 'durable')?.load?.requestsPerSecond
+  const againstDurable = results.flatMap((result) =>
+    durable === undefined || result.load === undefined || (result.key !== 'embedded' && result.key !== 'postgres')
+      ? []
+      : [`${result.title} ${number(result.load.requestsPerSecond / durable, 2)}`],
+  )
+  const durableLine =
+    againstDurable.length === 0
+      ? []
+      : [`Against the durable ceiling (${number(durable!)} req/s, a raw server that commits each plant to SQLite before its 200): ${againstDurable.join('; ')}.`, '']
+  if (ceiling === undefined || base === undefined) return durableLine
   const minRatio = { embedded: 0.75, postgres: 0.5 } as const
   const rows = results.flatMap((result) => {
     if (result.key !== 'embedded' && result.key !== 'postgres') return []
@@ -175,6 +185,7 @@ function costSection(results: readonly TargetResult[], ceiling: number | undefin
     '|---|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
+    ...durableLine,
   ]
 }
 
@@ -191,9 +202,10 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
     '',
     'Side-by-side throughput, latency, memory and start-up of `POST /plants`: a raw',
     '`node:http` server (the ceiling: auth check, JSON parse, JSON write, nothing stored)',
-    'and the service on its embedded store and on PostgreSQL, with an ablation: the service',
-    'with its database write skipped. Shared, noisy virtual machines: read the ratios,',
-    'not the absolute numbers.',
+    'and the service on its embedded store and on PostgreSQL. Two references show what',
+    'storing durably costs: the raw server committing each plant to SQLite (the durable',
+    'ceiling) and the service with its database write skipped (an ablation). Shared, noisy',
+    'virtual machines: read the ratios, not the absolute numbers.',
     '',
     '## Machine',
     '',

@@ -7,9 +7,11 @@
  * - `BENCH_DURATION`: seconds measured per target (default 10, 1–600);
  * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
  * - `BENCH_CONNECTIONS`: default 50;
- * - `BENCH_TARGETS`: comma-separated subset of `raw,unstored,embedded,postgres`
- *   (default all); `unstored` is the service with its database write skipped
- *   (`bench-unstored-service.ts`), an ablation that shows what storing costs;
+ * - `BENCH_TARGETS`: comma-separated subset of `raw,durable,unstored,embedded,postgres`
+ *   (default all); `durable` is the raw server that also commits each plant to
+ *   SQLite (`raw-ceiling.ts` with `DATA_DIR`), `unstored` the service with its
+ *   database write skipped (`bench-unstored-service.ts`): two references that show
+ *   what storing durably costs;
  * - `BENCH_DATABASE_URL`: PostgreSQL for the third target, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
  * - `BENCH_SOAK`: seconds of steady load against the embedded service after the
@@ -56,7 +58,7 @@ const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const soakS = bounded('BENCH_SOAK', 0, 0, 3600)
 const soakRate = bounded('BENCH_SOAK_RATE', 2000, 1, 100_000)
 const soakConnections = bounded('BENCH_SOAK_CONNECTIONS', 25, 1, 1000)
-const targets = new Set((process.env.BENCH_TARGETS ?? 'raw,unstored,embedded,postgres').split(',').map((name) => name.trim()))
+const targets = new Set((process.env.BENCH_TARGETS ?? 'raw,durable,unstored,embedded,postgres').split(',').map((name) => name.trim()))
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const profileDir = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : undefined
 const reportPath = resolve(REPO, process.env.BENCH_REPORT ?? 'docs/benchmarks.md')
@@ -119,17 +121,20 @@ async function measure(server: ServerProcess): Promise<Measured> {
 
 const TITLES = {
   raw: 'raw `node:http` (ceiling)',
+  durable: 'raw `node:http` + SQLite commit (durable ceiling)',
   unstored: 'service, database write skipped (ablation)',
   embedded: 'service, embedded store',
   postgres: 'service, PostgreSQL',
 } as const satisfies Record<TargetResult['key'], string>
 
-async function runRaw(): Promise<TargetResult> {
-  const title = TITLES.raw
-  const server = await startServer({ script: RAW_CEILING, env: { PLANT_STORE_TOKENS: token }, port: await freePort(), core: SERVER_CORE, probe })
+/** The ceiling, or with a data directory the durable ceiling. */
+async function runRaw(key: 'raw' | 'durable'): Promise<TargetResult> {
+  const title = TITLES[key]
+  const env = { PLANT_STORE_TOKENS: token, ...(key === 'durable' ? { DATA_DIR: freshDataDir() } : {}) }
+  const server = await startServer({ script: RAW_CEILING, env, port: await freePort(), core: SERVER_CORE, probe })
   try {
     const readyRssMb = server.rssMb()
-    return { key: 'raw', title, readyRssMb, ...(await measure(server)), readyMs: server.readyMs }
+    return { key, title, readyRssMb, ...(await measure(server)), readyMs: server.readyMs }
   } finally {
     await server.stop()
   }
@@ -166,7 +171,7 @@ async function runTarget(key: TargetResult['key']): Promise<TargetResult> {
   if (!targets.has(key)) return { key, title: TITLES[key], notRun: 'not selected (BENCH_TARGETS)' }
   process.stdout.write(`${TITLES[key]}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
   try {
-    return key === 'raw' ? await runRaw() : await runService(key)
+    return key === 'raw' || key === 'durable' ? await runRaw(key) : await runService(key)
   } catch (error) {
     return { key, title: TITLES[key], notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
   }
@@ -210,7 +215,7 @@ try {
   const date = new Date()
   const loadAtStart = loadavg()[0] ?? 0
   const results: TargetResult[] = []
-  for (const key of ['raw', 'unstored', 'embedded', 'postgres'] as const) {
+  for (const key of ['raw', 'durable', 'unstored', 'embedded', 'postgres'] as const) {
     const result = await runTarget(key)
     results.push(result)
     const load = result.load

@@ -5,9 +5,16 @@
  * checks the media type, reads and `JSON.parse`s the body, and writes the Plant
  * (`{"name","tag"}`). Every other target is reported as a ratio of this one.
  *
+ * With `DATA_DIR` set it is the durable ceiling instead: the same server, and each
+ * plant is also committed to SQLite before its 200, the way the embedded store
+ * commits (better-sqlite3, WAL, `synchronous=FULL`, one transaction per batch of
+ * the requests that arrive together), with one cached prepared statement and no
+ * query builder, no replay or conflict check. The least a durable Node server can do.
+ *
  * Environment (the same names as the service, so the bench starts both alike):
  * - `PLANT_STORE_TOKENS`: comma-separated accepted tokens (required);
- * - `HOST` (default 127.0.0.1), `PORT` (default 0 = a free port).
+ * - `HOST` (default 127.0.0.1), `PORT` (default 0 = a free port);
+ * - `DATA_DIR`: directory for `plants.sqlite3` (durable ceiling only).
  *
  * Prints `listening <port>` on stdout once it accepts connections.
  *
@@ -15,6 +22,8 @@
  */
 import { createServer, type ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
+import { join } from 'node:path'
+import SQLite from 'better-sqlite3'
 
 const tokens = (process.env.PLANT_STORE_TOKENS ?? '')
   .split(',')
@@ -31,6 +40,30 @@ function authorized(header: string | undefined): boolean {
   const sent = Buffer.from(header.slice(7))
   return tokens.some((token) => token.length === sent.length && timingSafeEqual(token, sent))
 }
+
+/** Commits plants in batches: those queued in one event-loop turn share one transaction (one fsync). */
+function durableWriter(dataDir: string): (id: bigint, name: unknown, tag: unknown, done: () => void) => void {
+  const database = new SQLite(join(dataDir, 'plants.sqlite3'))
+  database.pragma('journal_mode = WAL')
+  database.pragma('synchronous = FULL')
+  database.exec('create table if not exists plant (id bigint primary key, name text not null, tag text, created_at timestamp default CURRENT_TIMESTAMP not null)')
+  const insert = database.prepare('insert into plant (id, name, tag) values (?, ?, ?) on conflict (id) do nothing')
+  let queue: { id: bigint; name: unknown; tag: unknown; done: () => void }[] = []
+  const commit = database.transaction((batch: typeof queue) => {
+    for (const plant of batch) insert.run(plant.id, plant.name, plant.tag ?? null)
+  })
+  return (id, name, tag, done) => {
+    if (queue.push({ id, name, tag, done }) > 1) return
+    setImmediate(() => {
+      const batch = queue
+      queue = []
+      commit(batch)
+      for (const plant of batch) plant.done()
+    })
+  }
+}
+
+const store = process.env.DATA_DIR ? durableWriter(process.env.DATA_DIR) : undefined
 
 function reply(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
@@ -51,12 +84,18 @@ const server = createServer((request, response) => {
   request.on('data', (chunk: Buffer) => chunks.push(chunk))
   request.on('end', () => {
     let plant: { name?: unknown; tag?: unknown }
+    const text = Buffer.concat(chunks).toString('utf8')
     try {
-      plant = JSON.parse(Buffer.concat(chunks).toString('utf8')) as typeof plant
+      plant = JSON.parse(text) as typeof plant
     } catch {
       return reply(response, 400, { error: 400, message: 'Body is not valid JSON' })
     }
-    reply(response, 200, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+    const answer = () => reply(response, 200, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+    if (store === undefined) return answer()
+    // The bench's ids are above 2^53, which JSON.parse rounds: read the digits exactly.
+    const id = /"id"\s*:\s*(-?\d+)/.exec(text)?.[1]
+    if (id === undefined) return reply(response, 400, { error: 400, message: 'id is required' })
+    store(BigInt(id), plant.name, plant.tag, answer)
   })
 })
 
