@@ -119,6 +119,7 @@ async function measure(server: ServerProcess): Promise<Measured> {
   return { load, peakRssMb: server.peakRssMb(), ...(store === undefined ? {} : { store }) }
 }
 
+/** Row titles of the report, by target. */
 const TITLES = {
   raw: 'raw `node:http` (ceiling)',
   durable: 'raw `node:http` + SQLite commit (durable ceiling)',
