@@ -115,6 +115,9 @@ function storeSection(results: readonly TargetResult[], durationS: number): stri
   ]
 }
 
+/** The issue's throughput targets: req/s of each service target ÷ the ceiling's. */
+const RATIO_TARGETS = { embedded: 0.75, postgres: 0.5 } as const
+
 /** One target check of the issue: what, threshold, measured, pass. */
 interface Check {
   readonly what: string
@@ -125,7 +128,7 @@ interface Check {
 
 function checks(results: readonly TargetResult[], ceiling: number | undefined): Check[] {
   const out: Check[] = []
-  const minRatio = { embedded: 0.75, postgres: 0.5 } as const
+  const minRatio = RATIO_TARGETS
   for (const result of results) {
     const key = result.key
     if (key === 'raw' || key === 'durable' || key === 'unstored') continue
@@ -170,7 +173,7 @@ function costSection(results: readonly TargetResult[], ceiling: number | undefin
       ? []
       : [`Against the durable ceiling (${number(durable!)} req/s, a raw server that commits each plant to SQLite before its 200): ${againstDurable.join('; ')}.`, '']
   if (ceiling === undefined || base === undefined) return durableLine
-  const minRatio = { embedded: 0.75, postgres: 0.5 } as const
+  const minRatio = RATIO_TARGETS
   const rows = results.flatMap((result) => {
     if (result.key !== 'embedded' && result.key !== 'postgres') return []
     const spent = usPerRequest(result)
