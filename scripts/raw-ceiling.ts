@@ -23,7 +23,6 @@
 import { createServer, type ServerResponse } from 'node:http'
 import { timingSafeEqual } from 'node:crypto'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
 
 const tokens = (process.env.PLANT_STORE_TOKENS ?? '')
   .split(',')
@@ -41,12 +40,22 @@ function authorized(header: string | undefined): boolean {
   return tokens.some((token) => token.length === sent.length && timingSafeEqual(token, sent))
 }
 
-/** Commits plants in batches: those queued in one event-loop turn share one transaction (one fsync). */
-function durableWriter(dataDir: string): (id: bigint, name: unknown, tag: unknown, done: () => void) => void {
-  const database = new SQLite(join(dataDir, 'plants.sqlite3'))
-  database.pragma('journal_mode = WAL')
-  database.pragma('synchronous = FULL')
-  database.exec('create table if not exists plant (id bigint primary key, name text not null, tag text, created_at timestamp default CURRENT_TIMESTAMP not null)')
+/**
+ * Commits plants in batches: those queued in one event-loop turn share one
+ * transaction (one fsync). The table is the service's, made by its own migrations,
+ * and the file is opened with the store's settings; only the writes are raw.
+ */
+async function durableWriter(dataDir: string): Promise<(id: bigint, name: unknown, tag: unknown, done: () => void) => void> {
+  // Loaded only here, so the plain ceiling carries none of the service's modules.
+  const [{ loadConfig }, { openSqliteFile, openStore, SQLITE_FILE }, { migrateToLatest }] = await Promise.all([
+    import('../service/config.js'),
+    import('../service/store/database.js'),
+    import('../service/store/migrate.js'),
+  ])
+  const store = openStore({ ...loadConfig(process.env), dataDir, databaseUrl: undefined, onConnectionError: () => undefined })
+  await migrateToLatest(store)
+  await store.close()
+  const database = openSqliteFile(join(dataDir, SQLITE_FILE))
   const insert = database.prepare('insert into plant (id, name, tag) values (?, ?, ?) on conflict (id) do nothing')
   let queue: { id: bigint; name: unknown; tag: unknown; done: () => void }[] = []
   const commit = database.transaction((batch: typeof queue) => {
@@ -63,7 +72,7 @@ function durableWriter(dataDir: string): (id: bigint, name: unknown, tag: unknow
   }
 }
 
-const store = process.env.DATA_DIR ? durableWriter(process.env.DATA_DIR) : undefined
+const store = process.env.DATA_DIR ? await durableWriter(process.env.DATA_DIR) : undefined
 
 function reply(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)

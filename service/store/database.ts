@@ -67,6 +67,22 @@ export function openStore(options: StoreOptions): Store {
   return options.databaseUrl === undefined ? openSqlite(options.dataDir) : openPostgres(options)
 }
 
+/**
+ * Opens the embedded store's file as the store uses it: WAL journal with
+ * `synchronous=FULL` (a commit is fsynced before it returns), a 5 s wait for another
+ * process's lock, and every INTEGER read as an exact bigint (ids are signed 64-bit).
+ *
+ * @param file - path of the database file; its directory must exist.
+ * @throws SQLite's error when the file cannot be opened.
+ */
+export function openSqliteFile(file: string): SQLite.Database {
+  const database = new SQLite(file, { timeout: 5000 })
+  database.pragma('journal_mode = WAL')
+  database.pragma('synchronous = FULL')
+  database.defaultSafeIntegers(true)
+  return database
+}
+
 /** SQLite result codes that mean "another connection holds the lock; try later". */
 const SQLITE_UNAVAILABLE = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
 
@@ -74,16 +90,7 @@ function openSqlite(dataDir: string): Store {
   mkdirSync(dataDir, { recursive: true })
   const file = join(dataDir, SQLITE_FILE)
   const db = new Kysely<StoreSchema>({
-    dialect: new SqliteDialect({
-      database: () => {
-        const database = new SQLite(file, { timeout: 5000 })
-        database.pragma('journal_mode = WAL')
-        database.pragma('synchronous = FULL')
-        // ids are signed 64-bit: read every INTEGER as bigint so none is rounded.
-        database.defaultSafeIntegers(true)
-        return Promise.resolve(withStatementCache(database))
-      },
-    }),
+    dialect: new SqliteDialect({ database: () => Promise.resolve(withStatementCache(openSqliteFile(file))) }),
   })
   return {
     db,
