@@ -18,7 +18,7 @@ export default tseslint.config(
   },
   {
     // tap's t.test() returns a promise that tap itself awaits and reports.
-    files: ['test/**/*.ts'],
+    files: ['test/**/*.ts', '**/*.test.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },
   },
   {

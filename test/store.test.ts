@@ -4,7 +4,8 @@
  */
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { Migrator, sql } from 'kysely'
+import { sql } from 'kysely'
+import { Migrator } from 'kysely/migration'
 import t from 'tap'
 import { createApp } from '../service/app.js'
 import { openStore, SQLITE_FILE } from '../service/store/database.js'

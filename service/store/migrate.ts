@@ -5,7 +5,7 @@
  *
  * @module
  */
-import { type MigrationResultSet, Migrator } from 'kysely'
+import { type MigrationResultSet, Migrator } from 'kysely/migration'
 import type { Store } from './database.js'
 import { migrations } from './migrations/index.js'
 

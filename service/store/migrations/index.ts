@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Migration } from 'kysely'
+import type { Migration } from 'kysely/migration'
 import * as createPlant from './0001-create-plant.js'
 
 /** Every migration this release knows, keyed by its name. */

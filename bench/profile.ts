@@ -2,7 +2,7 @@
  * Summarises a V8 CPU profile (`node --cpu-prof`, e.g. from
  * `BENCH_PROFILE=<dir> npm run bench`): where the time of the request path goes.
  *
- * Usage: `node dist/scripts/bench-profile.js <file.cpuprofile> [top]`
+ * Usage: `node dist/bench/profile.js <file.cpuprofile> [top]`
  *
  * Prints, in milliseconds and percent of the sampled time:
  * - by stage of the request path: each sample goes to the stage of the innermost
@@ -118,7 +118,7 @@ function summarise(path: string, top = 25): string {
 
 const [path, top] = process.argv.slice(2)
 if (path === undefined) {
-  process.stderr.write('usage: node dist/scripts/bench-profile.js <file.cpuprofile> [top]\n')
+  process.stderr.write('usage: node dist/bench/profile.js <file.cpuprofile> [top]\n')
   process.exit(2)
 }
 process.stdout.write(`${summarise(path, top === undefined ? 25 : Number(top))}\n`)

@@ -1,14 +1,13 @@
 /**
- * The benchmark report (scripts/bench-report.ts): the figures it derives (ratios,
+ * The benchmark report (bench/report.ts): the figures it derives (ratios,
  * the time per request each target allows and what storing costs, the verdicts) and
  * what a regeneration keeps (the soak section, the hand-written part).
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import type { LoadSummary } from '../scripts/bench-load.js'
-import type * as benchReport from '../scripts/bench-report.js'
-import { HAND_WRITTEN, renderResults, type RunSettings, SOAK_END, SOAK_START, type TargetResult, writeReport } from '../scripts/bench-report.js'
+import type { LoadSummary } from './load.js'
+import { HAND_WRITTEN, renderResults, type RunSettings, SOAK_END, SOAK_START, type TargetResult, writeReport } from './report.js'
 
 const settings: RunSettings = {
   durationS: 10,
@@ -131,20 +130,4 @@ t.test('writing the report keeps the hand-written part, and the soak section whe
   const third = readFileSync(path, 'utf8')
   t.match(third, `${SOAK_START}\nSoak: 300 s, flat.\n${SOAK_END}`, 'a run without a soak keeps the last one')
   t.match(third, 'Our own findings')
-})
-
-t.test('the machine section says "unknown" for what it cannot read', async (t) => {
-  const { machineSection } = await t.mockImport<typeof benchReport>('../scripts/bench-report.js', {
-    'node:os': { cpus: () => [], release: () => '6.1', totalmem: () => 2 ** 31 },
-    'node:fs': { existsSync: () => false, mkdirSync: () => undefined, writeFileSync: () => undefined, readFileSync: () => { throw new Error('ENOENT') } },
-  })
-  const text = machineSection(new Date('2026-11-21T08:00:00Z'))
-  t.match(text, '| CPU | unknown |')
-  t.match(text, '| cores | 0 |')
-  t.match(text, '| memory | 2.0 GiB |')
-  t.match(text, '| OS | unknown, Linux 6.1 |')
-  const noName = await t.mockImport<typeof benchReport>('../scripts/bench-report.js', {
-    'node:fs': { existsSync: () => false, mkdirSync: () => undefined, writeFileSync: () => undefined, readFileSync: () => 'ID=debian\n' },
-  })
-  t.match(noName.machineSection(new Date()), '| OS | unknown, Linux ')
 })

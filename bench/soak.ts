@@ -13,8 +13,8 @@
  *
  * @module
  */
-import { type PlantIds, runLoad } from './bench-load.js'
-import type { ServerProcess } from './bench-process.js'
+import { type PlantIds, runLoad } from './load.js'
+import type { ServerProcess } from './process.js'
 
 /** One window of the soak. */
 export interface SoakSample {

@@ -10,7 +10,7 @@
  * - `BENCH_TARGETS`: comma-separated subset of `raw,durable,unstored,embedded,postgres`
  *   (default all); `durable` is the raw server that also commits each plant to
  *   SQLite (`raw-ceiling.ts` with `DATA_DIR`), `unstored` the service with its
- *   database write skipped (`bench-unstored-service.ts`): two references that show
+ *   database write skipped (`unstored-service.ts`): two references that show
  *   what storing durably costs;
  * - `BENCH_DATABASE_URL`: PostgreSQL for the third target, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
@@ -33,16 +33,16 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { EXPECTED_BODY, jsonHeaders, PlantIds, runLoad } from './bench-load.js'
-import { storeActivity, storeTotals } from './bench-metrics.js'
-import { assertLoopback, postgresUnavailable, removeBenchRows, storedInPostgres } from './bench-postgres.js'
-import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './bench-process.js'
-import { renderResults, type RunSettings, type TargetResult, writeReport } from './bench-report.js'
-import { renderSoak, runSoak } from './bench-soak.js'
+import { EXPECTED_BODY, jsonHeaders, PlantIds, runLoad } from './load.js'
+import { storeActivity, storeTotals } from './metrics.js'
+import { assertLoopback, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
+import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
+import { renderResults, type RunSettings, type TargetResult, writeReport } from './report.js'
+import { renderSoak, runSoak } from './soak.js'
 
 const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
-const UNSTORED_SERVICE = fileURLToPath(new URL('./bench-unstored-service.js', import.meta.url))
+const UNSTORED_SERVICE = fileURLToPath(new URL('./unstored-service.js', import.meta.url))
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
 
 function bounded(name: string, fallback: number, min: number, max: number): number {
