@@ -11,6 +11,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
 import bearerAuth from '@fastify/bearer-auth'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
@@ -19,7 +20,7 @@ import openapiGlue from 'fastify-openapi-glue'
 import type { Config } from './config.js'
 import { loadContract } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
-import { errorHandler, notFoundHandler } from './errors.js'
+import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
 import { Metrics, registerOperations } from './operations.js'
 import { PlantService } from './plant-service.js'
@@ -65,6 +66,16 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: config.connectionTimeoutMs,
+    http: {
+      // requireHost (below) answers a missing Host with the Error body; Node's check has none.
+      requireHostHeader: false,
+      // How often Node looks for requests past HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS;
+      // its default (30 s) would send the 408 up to 30 s late.
+      connectionsCheckingInterval: 1000,
+    },
+    // Requests rejected before any route runs get the Error body too.
+    clientErrorHandler,
+    frameworkErrors,
     // Draining is answered by registerOperations with the contract's Error body.
     return503OnClosing: false,
     ajv: {
@@ -75,10 +86,17 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     },
   })
   app.server.headersTimeout = config.headersTimeoutMs
+  // An expectation other than 100-continue is ignored, as the gateway does (RFC 9110
+  // §10.1.1 allows it); Node would answer 417 without a body.
+  app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
+  // CONNECT asks for a tunnel, which the service is not (RFC 9110 §9.1: 501); Node
+  // would close the connection without an answer.
+  app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(501, 'Not Implemented: CONNECT is not supported'), socket))
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
+    requireHost(request)
   })
 
   // Only JSON, parsed exactly; any other media type, or a body without one, is 415.

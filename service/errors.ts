@@ -1,10 +1,15 @@
 /**
  * Typed HTTP errors, and the one place where any failure becomes the contract's
- * `Error` body (`{ error, message }`, `error` equal to the HTTP status).
+ * `Error` body (`{ error, message }`, `error` equal to the HTTP status): failures
+ * in a route, requests Fastify's router rejects before any route runs, and
+ * requests Node's HTTP parser rejects before Fastify sees them.
  *
  * @module
  */
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify'
+import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 /** An error that carries the HTTP status it must be answered with, and its headers. */
 export class HttpError extends Error {
@@ -72,12 +77,41 @@ function isSecurityFailure(error: unknown): error is SecurityFailure {
 }
 
 /**
+ * Statuses of the requests Node's HTTP server rejects itself (node:http `clientError`),
+ * by error code; Node's own choices (lib/_http_server.js). Any other parser error
+ * (llhttp's `HPE_*`: request line, header syntax, Content-Length, chunked
+ * encoding) is 400.
+ */
+const CLIENT_ERRORS: ReadonlyMap<string, { statusCode: number; message: string }> = new Map([
+  // The headers within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS.
+  ['ERR_HTTP_REQUEST_TIMEOUT', { statusCode: 408, message: 'Request Timeout: the request was not received in time' }],
+  // The request line and headers over Node's limit (16 KiB): RFC 6585 §5.
+  ['HPE_HEADER_OVERFLOW', { statusCode: 431, message: 'Request Header Fields Too Large' }],
+  ['HPE_CHUNK_EXTENSIONS_OVERFLOW', { statusCode: 413, message: 'Request chunk extensions are too large' }],
+])
+
+/** Any other parser error; what llhttp found is logged (`code`), not sent. */
+const MALFORMED = { statusCode: 400, message: 'Bad Request: the request is not valid HTTP/1.1' }
+
+/** An error of Node's HTTP parser or server (node:http `clientError`). */
+interface ClientError {
+  code: string
+}
+
+function isClientError(error: unknown): error is ClientError {
+  const code = (error as Partial<ClientError> | undefined)?.code
+  return typeof code === 'string' && (CLIENT_ERRORS.has(code) || code.startsWith('HPE_'))
+}
+
+/**
  * Maps any error to its status, headers and `Error` body.
  *
  * - {@link HttpError}: its own status, message and headers.
  * - glue's SecurityError: the first {@link HttpError} a security handler threw.
  * - Fastify's and its plugins' client errors (validation 400, 413 body too large,
- *   415 media type, 429 rate limit) and under-pressure's 503: their status and message.
+ *   415 media type, 429 rate limit, 400 malformed URL) and under-pressure's 503:
+ *   their status and message.
+ * - Node's HTTP parser errors and request timeouts: see {@link CLIENT_ERRORS}.
  * - anything else: 500 with a fixed message; the cause is only logged.
  *
  * @returns `internal` is true when the error is a fault of the service.
@@ -94,6 +128,10 @@ export function toErrorResponse(error: unknown): {
   }
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, headers: error.headers, body: { error: error.statusCode, message: error.message }, internal: false }
+  }
+  if (isClientError(error)) {
+    const { statusCode, message } = CLIENT_ERRORS.get(error.code) ?? MALFORMED
+    return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
   }
   const fastifyError = (error ?? {}) as Partial<FastifyError>
   const statusCode = fastifyError.statusCode
@@ -122,4 +160,55 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
 /** Not-found handler: 404 with the `Error` body. */
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return reply.code(404).send({ error: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+}
+
+/**
+ * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is 400. Node's own check
+ * answers it without a body, so the application turns it off (`requireHostHeader:
+ * false`) and runs this in its first `onRequest` hook.
+ * @throws {HttpError} 400 when the header is missing.
+ */
+export function requireHost(request: FastifyRequest): void {
+  if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
+    throw new HttpError(400, 'Bad Request: an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)')
+  }
+}
+
+/**
+ * Fastify `frameworkErrors`: a request Fastify's router rejects before any route or
+ * hook runs, e.g. a malformed percent-encoding in the path (FST_ERR_BAD_URL, 400),
+ * answered by {@link errorHandler} with the request id the hooks would have set.
+ */
+export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
+  errorHandler(error, request, reply.header('x-request-id', request.id))
+}
+
+/**
+ * Fastify `clientErrorHandler` (node:http `clientError`): a request Node's HTTP parser
+ * rejected, or one not received within the timeouts, is answered with the `Error`
+ * body, a new `X-Request-Id` and `Connection: close`, then the connection is closed,
+ * as Node does. Nothing is written when the peer is gone, or when a response has
+ * already begun on the connection (it would be corrupted).
+ *
+ * @param this - the Fastify instance (its logger).
+ * @param error - the parser's or server's error (`code`: `HPE_*`, `ERR_HTTP_REQUEST_TIMEOUT`, `ECONNRESET`, …).
+ * @param socket - the client's connection; destroyed on return.
+ */
+export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
+  const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage
+  if (socket.writable && inFlight?.headersSent !== true) {
+    const { statusCode, body, internal } = toErrorResponse(error)
+    const requestId = randomUUID()
+    if (internal) {
+      this.log.error({ requestId, err: error }, 'connection failed')
+    } else {
+      this.log.info({ requestId, statusCode, reason: body.message, code: error.code }, 'request rejected')
+    }
+    const payload = JSON.stringify(body)
+    socket.write(
+      `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+        `content-length: ${Buffer.byteLength(payload)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${payload}`,
+    )
+  }
+  socket.destroy()
 }

@@ -71,6 +71,10 @@ export interface components {
          * @description unexpected error: the request body is not valid JSON, or is not a
          *     NewPlant (a required field is missing, a field has the wrong type, or
          *     `id` is outside the signed 64-bit range). The message names the field.
+         *     Also a request that is not valid HTTP/1.1: a malformed request line,
+         *     header or percent-encoding, no `Host` header (RFC 9112 §3.2), both
+         *     `Content-Length` and `Transfer-Encoding` or two different
+         *     `Content-Length` values (RFC 9112 §6.3), a broken chunked body.
          */
         BadRequest: {
             headers: {
@@ -110,7 +114,11 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The request body is larger than the service accepts (RFC 9110 §15.5.14). */
+        /**
+         * @description The request body is larger than the service accepts, or its chunk
+         *     extensions are too large (RFC 9110 §15.5.14). A gateway in front of the
+         *     service refuses such a body itself, with the same answer.
+         */
         ContentTooLarge: {
             headers: {
                 [name: string]: unknown;
@@ -132,8 +140,13 @@ export interface components {
             };
         };
         /**
-         * @description This bearer token has used up its request budget for the current window
-         *     (RFC 6585 §4). Retry after the number of seconds in `Retry-After`.
+         * @description Too many requests (RFC 6585 §4); retry after the number of seconds in
+         *     `Retry-After`. Either this bearer token has used up its request budget
+         *     for the current window, or too many requests from this client address
+         *     failed authentication in the current window. Only failures count
+         *     against the address, and a request with a valid token is never refused
+         *     for them, so clients that share an address (behind one gateway or NAT)
+         *     are not locked out by another's failures.
          */
         TooManyRequests: {
             headers: {
@@ -145,10 +158,97 @@ export interface components {
             };
         };
         /**
+         * @description The request was not received completely in time: its headers, or the
+         *     whole request (RFC 9110 §15.5.9). The connection is closed. Nothing
+         *     was stored; retrying is safe.
+         */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request target (path and query) is longer than the gateway in front
+         *     of the service accepts (RFC 9110 §15.5.15).
+         */
+        UriTooLong: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request line and header fields are larger than the service (16 KiB
+         *     in all) or its gateway accepts (RFC 6585 §5).
+         */
+        RequestHeaderFieldsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
          * @description The service failed in a way no request should cause. The plant may not
          *     have been stored; retrying with the same body is safe.
          */
         InternalServerError: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The gateway in front of the service does not implement what the request
+         *     needs: a `Transfer-Encoding` other than `chunked` (RFC 9112 §6.1).
+         */
+        NotImplemented: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The gateway in front of the service could not reach it, or the
+         *     connection to it failed. The plant may have been stored; retrying with
+         *     the same body is safe (an idempotent replay).
+         */
+        BadGateway: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The service did not answer the gateway in front of it in time. The
+         *     plant may have been stored; retrying with the same body is safe (an
+         *     idempotent replay).
+         */
+        GatewayTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /**
+         * @description The request's HTTP major version is not supported by the gateway in
+         *     front of the service (RFC 9110 §15.6.6); use HTTP/1.1 or HTTP/2.
+         */
+        HttpVersionNotSupported: {
             headers: {
                 [name: string]: unknown;
             };
@@ -206,12 +306,19 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["ContentTooLarge"];
+            414: components["responses"]["UriTooLong"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalServerError"];
+            501: components["responses"]["NotImplemented"];
+            502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
+            504: components["responses"]["GatewayTimeout"];
+            505: components["responses"]["HttpVersionNotSupported"];
         };
     };
 }

@@ -1,0 +1,190 @@
+/**
+ * Requests rejected before any route runs, over a real socket: by Node's HTTP parser
+ * (node:http `clientError`), by its timeouts, and by Fastify's router. Each is
+ * answered with the contract's `Error` body, `error` equal to the status, and
+ * logged (openapi.yaml, info.description "Errors").
+ *
+ * @module
+ */
+import { once } from 'node:events'
+import { createServer, type Socket } from 'node:net'
+import { Writable } from 'node:stream'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import type { FastifyInstance } from 'fastify'
+import t, { type Test } from 'tap'
+import type { AppConfig } from '../service/app.js'
+import { loadContract } from '../service/contract.js'
+import { clientErrorHandler } from '../service/errors.js'
+import { build, contractViolations, TOKEN } from './helper.js'
+import { exchange, open, type RawResponse } from './raw-http.js'
+
+const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error
+const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile(errorSchema)
+
+/** A listening app whose log lines (pino JSON) the test can read. */
+async function listening(t: Test, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string; logs: () => Array<Record<string, unknown>> }> {
+  const lines: string[] = []
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(...chunk.toString().split('\n').filter(Boolean))
+      done()
+    },
+  })
+  const app = await build(t, overrides, { level: 'info', stream })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url, logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>) }
+}
+
+/** The response is `status` with the Error body, and a request id that the log line of the rejection carries. */
+function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
+  t.equal(response.statusCode, status, 'status')
+  t.match(response.headers['content-type'], /^application\/json/, 'JSON')
+  const body: unknown = JSON.parse(response.body)
+  t.ok(isErrorBody(body), `the Error schema: ${response.body}`)
+  t.equal((body as { error: number }).error, status, 'error equals the status')
+  const requestId = response.headers['x-request-id']
+  t.ok(requestId, 'an X-Request-Id')
+  t.ok(
+    logs.some((line) => line.requestId === requestId && line.msg === 'request rejected' && (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status),
+    'the rejection is logged with the request id',
+  )
+}
+
+const POST = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`
+
+/** Requests Node's HTTP parser refuses, what it reports (llhttp), and the status the client gets. */
+const parserErrors: Array<[string, string, number]> = [
+  ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
+  ['an unknown HTTP version', 'POST /plants HTTP/9.9\r\nHost: localhost\r\n\r\n', 400],
+  ['a header name with a space', `${POST}Bad Header: y\r\nContent-Length: 2\r\n\r\n{}`, 400],
+  ['a control character in a header value', `${POST}X-Note: a\x01b\r\nContent-Length: 2\r\n\r\n{}`, 400],
+  ['an invalid Content-Length', `${POST}Content-Length: 2x\r\n\r\n{}`, 400],
+  ['two different Content-Lengths', `${POST}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
+  ['Content-Length with Transfer-Encoding (RFC 9112 §6.3: request smuggling)', `${POST}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+  ['an unknown Transfer-Encoding', `${POST}Transfer-Encoding: gzip\r\n\r\n{}`, 400],
+  ['an invalid chunk size', `${POST}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`, 400],
+  ['headers over 16 KiB', `${POST}X-Big: ${'a'.repeat(17_000)}\r\nContent-Length: 2\r\n\r\n{}`, 431],
+  ['chunk extensions over 16 KiB', `${POST}Transfer-Encoding: chunked\r\n\r\n2;${'a'.repeat(17_000)}\r\n{}\r\n0\r\n\r\n`, 413],
+]
+
+for (const [what, request, status] of parserErrors) {
+  t.test(`${what} is ${status} with the Error body, and the connection is closed`, async (t) => {
+    const { url, logs } = await listening(t)
+    const response = await exchange({ url }, request)
+    rejected(t, response, status, logs())
+    t.equal(response.headers.connection, 'close')
+    if (request.startsWith('POST /plants HTTP/1.1')) t.same(contractViolations(response), [], 'declared for POST /plants')
+  })
+}
+
+t.test('headers not complete within HEADERS_TIMEOUT_MS: 408 with the Error body', async (t) => {
+  const { url, logs } = await listening(t, { headersTimeoutMs: 300, requestTimeoutMs: 5000 })
+  const response = await exchange({ url }, `${POST}Content-Length: 2\r\n`)
+  rejected(t, response, 408, logs())
+  t.same(contractViolations(response), [])
+  t.ok(response.elapsedMs >= 300, `not before the timeout (${response.elapsedMs} ms)`)
+})
+
+t.test('a body not complete within REQUEST_TIMEOUT_MS: 408 with the Error body', async (t) => {
+  const { url, logs } = await listening(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 })
+  const response = await exchange({ url }, `${POST}Content-Length: 20\r\n\r\n{"id":1,`)
+  rejected(t, response, 408, logs())
+  t.same(contractViolations(response), [])
+  t.ok(response.elapsedMs >= 600, `not before the timeout (${response.elapsedMs} ms)`)
+})
+
+t.test('a request cut short (the client ends its side amid the headers) is answered 400 with the Error body', async (t) => {
+  const { url, logs } = await listening(t)
+  const socket = open({ url })
+  await once(socket, 'connect')
+  let text = ''
+  socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+  socket.end(POST)
+  await once(socket, 'close')
+  const [head, body] = text.split('\r\n\r\n')
+  t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
+  t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
+  t.ok(logs().some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'), 'what the parser found is logged')
+})
+
+t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none', async (t) => {
+  const { url, logs } = await listening(t)
+  const body = '{"id":1,"name":"Fern"}'
+  const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+  const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
+  rejected(t, response, 400, logs())
+  t.match(JSON.parse(response.body), { message: /Host/ })
+  t.same(contractViolations(response), [])
+  t.equal((await exchange({ url }, `POST /plants HTTP/1.0\r\n${headers}${body}`)).statusCode, 200)
+})
+
+t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with the Error body', async (t) => {
+  const { url, logs } = await listening(t)
+  for (const path of ['/plants%zz', '/docs/%C0', '/%']) {
+    const response = await exchange({ url }, `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)
+    rejected(t, response, 400, logs())
+  }
+})
+
+t.test('an expectation other than 100-continue is ignored, as the gateway does (RFC 9110 §10.1.1)', async (t) => {
+  const { url } = await listening(t)
+  const body = '{"id":2,"name":"Fern"}'
+  const response = await exchange({ url }, `${POST}Expect: a-miracle\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+  t.equal(response.statusCode, 200)
+  t.strictSame(JSON.parse(response.body), { name: 'Fern' })
+})
+
+t.test('CONNECT is 501 with the Error body, not a silently closed connection', async (t) => {
+  const { url, logs } = await listening(t)
+  const response = await exchange({ url }, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+  rejected(t, response, 501, logs())
+})
+
+t.test('a client that resets its connection amid the headers gets nothing, and nothing is logged', async (t) => {
+  const { app, url, logs } = await listening(t)
+  const reported = once(app.server, 'clientError') as Promise<[NodeJS.ErrnoException]>
+  const socket = open({ url })
+  await once(socket, 'connect')
+  socket.write(POST)
+  socket.resetAndDestroy()
+  const [error] = await reported
+  t.equal(error.code, 'ECONNRESET')
+  const after = await exchange({ url }, 'GET /health/live HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+  t.equal(after.statusCode, 200, 'the service still serves')
+  t.notOk(logs().some((line) => line.msg === 'request rejected' || line.msg === 'connection failed'), 'no rejection logged')
+})
+
+/** A connected pair of sockets: the server's side (passed to the handler) and the client's. */
+async function socketPair(t: Test): Promise<{ server: Socket; client: Socket; received: () => string }> {
+  const listener = createServer()
+  listener.listen(0, '127.0.0.1')
+  await once(listener, 'listening')
+  t.teardown(() => listener.close())
+  const accepted = once(listener, 'connection') as Promise<[Socket]>
+  const client = open({ url: `http://127.0.0.1:${(listener.address() as { port: number }).port}` })
+  const [server] = await accepted
+  let text = ''
+  client.on('data', (chunk: Buffer) => (text += chunk.toString()))
+  return { server, client, received: () => text }
+}
+
+t.test('clientErrorHandler writes nothing over a response already begun on the connection', async (t) => {
+  const app = await build(t)
+  const { server, client, received } = await socketPair(t)
+  Object.assign(server, { _httpMessage: { headersSent: true } })
+  clientErrorHandler.call(app, Object.assign(new Error('Parse Error: Invalid character in chunk size'), { code: 'HPE_INVALID_CHUNK_SIZE' }), server)
+  await once(client, 'close')
+  t.equal(received(), '', 'nothing written')
+  t.ok(server.destroyed, 'the connection is closed')
+})
+
+t.test('clientErrorHandler answers an unexpected connection error 500 and logs it as a failure', async (t) => {
+  const lines: string[] = []
+  const app = await build(t, {}, { level: 'info', stream: { write: (line: string) => lines.push(line) } })
+  const { server, client, received } = await socketPair(t)
+  clientErrorHandler.call(app, Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
+  await once(client, 'close')
+  t.match(received(), /^HTTP\/1\.1 500 Internal Server Error\r\n/)
+  t.match(received(), /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
+  t.match(lines.join(''), /"msg":"connection failed"/)
+})
