@@ -4,21 +4,23 @@
  * runs `POST /plants` with "Try it out" → Execute (openapi.yaml: servers, security).
  * The page must reach nothing but the service, and break no content security policy.
  *
- * Chromium must be installed at {@link CHROMIUM} (`apt-get install chromium`);
- * without it this test fails, it does not skip. Screenshots of the authorized run
- * are saved to `artifacts/swagger-ui.png` and, behind a gateway that mounts the
- * service under `/gateway`, `artifacts/swagger-ui-prefix.png`.
+ * Behind the example gateway (`deploy/nginx/`: real nginx, TLS with the test's
+ * self-signed certificate, the service under a path prefix) the same must hold, and
+ * every request the page makes must carry the prefix.
+ *
+ * Chromium must be installed at {@link CHROMIUM} (`apt-get install chromium`), and
+ * nginx (`apt-get install nginx-light`); without them this test fails, it does not
+ * skip. Screenshots of the authorized run are saved to `artifacts/swagger-ui.png`
+ * and, behind the gateway, `artifacts/swagger-ui-prefix.png`.
  *
  * @module
  */
-import { once } from 'node:events'
 import { existsSync, mkdirSync } from 'node:fs'
-import { createServer, request as forward } from 'node:http'
-import type { AddressInfo } from 'node:net'
 import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core'
 import t, { type Test } from 'tap'
+import { GATEWAY_PREFIX, startGateway } from './deploy/nginx.js'
 import { listen, TOKEN } from './helper.js'
 
 /** Debian's Chromium. */
@@ -26,8 +28,6 @@ const CHROMIUM = '/usr/bin/chromium'
 /** Where the screenshots of the authorized runs go (git-ignored): direct, and behind the gateway. */
 const SCREENSHOT = fileURLToPath(new URL('../artifacts/swagger-ui.png', import.meta.url))
 const PREFIX_SCREENSHOT = fileURLToPath(new URL('../artifacts/swagger-ui-prefix.png', import.meta.url))
-/** The path under which the test gateway mounts the service. */
-const PREFIX = '/gateway'
 /** Milliseconds any one step (navigation, click, wait) may take. */
 const STEP_TIMEOUT_MS = 15_000
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])
@@ -55,9 +55,12 @@ interface Misdeeds {
   cspViolations: string[]
 }
 
-/** A browser context of its own (no shared storage) whose only reachable host is loopback. */
+/**
+ * A browser context of its own (no shared storage) whose only reachable host is
+ * loopback. It accepts the gateway's self-signed certificate.
+ */
 async function isolatedPage(t: Test): Promise<{ page: Page; misdeeds: Misdeeds }> {
-  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 1000 } })
+  const context: BrowserContext = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ignoreHTTPSErrors: true })
   t.teardown(() => context.close())
   const misdeeds: Misdeeds = { outside: [], pageErrors: [], cspViolations: [] }
   await context.route('**/*', async (route) => {
@@ -134,48 +137,26 @@ async function createsPlant(t: Test, page: Page, plant: { id: number; name: stri
 }
 
 /**
- * A gateway in a few lines: a reverse proxy on a free loopback port that forwards
- * `${PREFIX}/…` to the app with the prefix stripped and answers 404 to any other
- * path. Closed at teardown.
- * @returns its base URL, and every path it was asked for, forwarded or not.
- */
-async function gateway(t: Test): Promise<{ url: string; paths: string[] }> {
-  const paths: string[] = []
-  const server = createServer((request, response) => {
-    const path = request.url ?? '/'
-    paths.push(path)
-    if (!path.startsWith(`${PREFIX}/`)) return response.writeHead(404).end()
-    const upstream = forward(new URL(path.slice(PREFIX.length), url), { method: request.method, headers: request.headers }, (answer) => {
-      response.writeHead(answer.statusCode ?? 502, answer.headers)
-      answer.pipe(response)
-    })
-    upstream.on('error', () => response.writeHead(502).end())
-    request.pipe(upstream)
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    server.closeAllConnections()
-    server.close()
-  })
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths }
-}
-
-/**
- * Swagger UI opened at `docsPath` through {@link gateway}: every request the page
- * makes, assets, document and `POST /plants`, must carry the prefix.
+ * Swagger UI opened at `docsPath` through the example gateway in front of the app:
+ * every request the page makes, assets, document and `POST /plants`, must carry the
+ * prefix (the gateway's access log has each one).
  */
 async function behindGateway(t: Test, docsPath: string, plant: { id: number; name: string; tag: string }): Promise<void> {
-  const proxy = await gateway(t)
+  const gateway = await startGateway(t, { upstreams: [new URL(url).host] })
   const { page, misdeeds } = await isolatedPage(t)
-  await page.goto(`${proxy.url}${docsPath}`)
-  const escaped = (): string[] => proxy.paths.filter((path) => !path.startsWith(`${PREFIX}/`))
+  await page.goto(`${gateway.origin}${docsPath}`)
+  const paths = (): string[] => gateway.accessLog().map((entry) => entry.uri as string)
+  const escaped = (): string[] => paths().filter((path) => !path.startsWith(`${GATEWAY_PREFIX}/`))
   // After the load event every asset the page links has been asked for.
   if (!t.same(escaped(), [], 'the page loads its assets through the prefix')) return
   await docsShown(page)
   await authorize(page, TOKEN)
-  await createsPlant(t, page, plant, `${proxy.url}${PREFIX}/plants`, PREFIX_SCREENSHOT)
-  t.ok(proxy.paths.includes(`${PREFIX}/plants`), 'POST /plants went through the gateway')
+  const created = page.waitForResponse((response) => response.url() === `${gateway.url}/plants`)
+  await createsPlant(t, page, plant, `${gateway.url}/plants`, PREFIX_SCREENSHOT)
+  // nginx logs a request once it has answered it: wait for the last one's line.
+  const requestId = await (await created).headerValue('x-request-id')
+  t.equal((await gateway.accessEntry(requestId!)).uri, `${GATEWAY_PREFIX}/plants`, 'POST /plants went through the gateway')
+  t.ok(paths().some((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)), 'the assets came through the gateway')
   t.same(escaped(), [], 'no request reached a path without the prefix')
   noMisdeeds(t, misdeeds)
 }
@@ -196,12 +177,12 @@ t.test('not authorized, Try it out → Execute is answered 401 with the Error bo
   noMisdeeds(t, misdeeds)
 })
 
-t.test('behind a gateway mounting the service under /gateway, Swagger UI at /gateway/docs/ creates the plant through the prefix', async (t) => {
-  await behindGateway(t, `${PREFIX}/docs/`, { id: 4444, name: 'Calathea orbifolia', tag: 'shade' })
+t.test(`behind the gateway (TLS, the service under ${GATEWAY_PREFIX}), Swagger UI at ${GATEWAY_PREFIX}/docs/ creates the plant through the prefix`, async (t) => {
+  await behindGateway(t, `${GATEWAY_PREFIX}/docs/`, { id: 4444, name: 'Calathea orbifolia', tag: 'shade' })
 })
 
 // @fastify/swagger-ui 6.1 links its assets from the service root (/docs/static/…) unless
 // the URL ends in '/' (lib/index-html.js); the service redirects /docs to the relative docs/.
-t.test('behind a gateway, Swagger UI at /gateway/docs (no trailing slash) creates the plant through the prefix', async (t) => {
-  await behindGateway(t, `${PREFIX}/docs`, { id: 4545, name: 'Pilea peperomioides', tag: 'shelf' })
+t.test(`behind the gateway, Swagger UI at ${GATEWAY_PREFIX}/docs (no trailing slash) creates the plant through the prefix`, async (t) => {
+  await behindGateway(t, `${GATEWAY_PREFIX}/docs`, { id: 4545, name: 'Pilea peperomioides', tag: 'shelf' })
 })
