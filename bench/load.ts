@@ -1,77 +1,35 @@
 /**
- * The load of the benchmark: autocannon (programmatic API) sending `POST /plants`
- * with a fresh plant id in every request, a valid bearer token and
- * `content-type: application/json`.
+ * The load of the benchmark: wrk (a C load generator, Debian package `wrk`) with
+ * `post-plants.lua`, sending `POST /plants` with a fresh plant id in every request,
+ * a valid bearer token and `content-type: application/json`, and checking every
+ * answer against the expected Plant.
  *
- * autocannon ships no typings (and `@types/autocannon` is not installed), so the
- * part of its API used here is declared below and the CommonJS module is loaded
- * with `createRequire`.
+ * wrk, not an in-process generator: autocannon in the benchmark's own Node process
+ * saturated its core before the raw ceiling did, so the ceiling measured autocannon.
  *
  * @module
  */
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { createRequire } from 'node:module'
-import { performance } from 'node:perf_hooks'
-
-/** One request template of autocannon; `setupRequest` runs before every send. */
-interface AutocannonRequest {
-  method?: string
-  path?: string
-  headers?: Record<string, string>
-  body?: string
-  setupRequest?: (request: AutocannonRequest) => AutocannonRequest
-}
-
-/** The options of autocannon used here (see its README, "API"). */
-interface AutocannonOptions {
-  url: string
-  connections: number
-  /** Seconds. */
-  duration: number
-  /** Requests per second across all connections; unlimited when absent. */
-  overallRate?: number
-  /** Seconds before a request counts as a timeout (an error). */
-  timeout?: number
-  /** Called with every response body; false counts a mismatch. */
-  verifyBody?: (body: string) => boolean
-  requests: AutocannonRequest[]
-}
-
-/** Percentiles and extremes of an autocannon histogram (latency in ms, requests per second). */
-interface AutocannonHistogram {
-  average: number
-  p50: number
-  p99: number
-  max: number
-  total: number
-}
-
-/** The part of autocannon's result used here. */
-interface AutocannonResult {
-  latency: AutocannonHistogram
-  requests: AutocannonHistogram & { sent: number }
-  errors: number
-  timeouts: number
-  mismatches: number
-  non2xx: number
-  statusCodeStats: Record<string, { count: number }>
-}
-
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>
+import { fileURLToPath } from 'node:url'
 
 /** The plant every benchmark request creates (the id aside). */
 export const BENCH_PLANT = { name: 'Monstera deliciosa', tag: 'indoor' } as const
 /** The Plant a 200 carries for {@link BENCH_PLANT}, byte for byte (properties in schema order). */
 export const EXPECTED_BODY = JSON.stringify(BENCH_PLANT)
 
+/** Ids are `base + offset` with offset below this: wrk's Lua writes the offset as the last 12 digits. */
+const OFFSETS = 10n ** 12n
+/** Ids reserved per wrk thread and run: more than a thread sends in 600 s at 1.5 M req/s. */
+export const IDS_PER_THREAD = 10n ** 9n
+
 /**
  * Hands out plant ids that never repeat within one benchmark run, across
- * connections, warm-ups and targets (one instance per run, one process: autocannon
- * runs its connections on this thread).
+ * connections, warm-ups and targets (one instance per run).
  *
- * The run starts from a random base in [2^61, 2^62), so that runs against a shared
- * PostgreSQL database do not collide with each other or with other rows, and the
- * ids exercise the exact 64-bit path (above 2^53) of the service.
+ * The run starts from a random base in [2^61, 2^62), a multiple of 10^12, so that
+ * runs against a shared PostgreSQL database do not collide with each other or with
+ * other rows, and the ids exercise the exact 64-bit path (above 2^53) of the service.
  */
 export class PlantIds {
   /** First id of this run. */
@@ -79,12 +37,26 @@ export class PlantIds {
   #issued = 0n
 
   constructor() {
-    this.base = 2n ** 61n + BigInt.asUintN(61, randomBytes(8).readBigUInt64BE())
+    const first = 2n ** 61n / OFFSETS + 1n
+    const last = 2n ** 62n / OFFSETS - 1n
+    this.base = (first + (randomBytes(8).readBigUInt64BE() % (last - first))) * OFFSETS
   }
 
   /** The next unused id. */
   next(): bigint {
-    return this.base + this.#issued++
+    return this.base + this.reserve(1n)
+  }
+
+  /**
+   * Reserves `count` consecutive ids.
+   * @returns the offset of the first from {@link base}.
+   * @throws when the run's 10^12 ids are used up.
+   */
+  reserve(count: bigint): bigint {
+    const first = this.#issued
+    if (first + count > OFFSETS) throw new Error('plant ids of this run used up')
+    this.#issued += count
+    return first
   }
 
   /** Ids handed out so far: they are `base` … `base + issued - 1`. */
@@ -103,87 +75,122 @@ export function jsonHeaders(token: string): Record<string, string> {
   return { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
 }
 
-/** One measured run against one target. */
+/** One run of wrk against one target. */
 export interface LoadOptions {
   /** Base URL, e.g. `http://127.0.0.1:41234`. */
   readonly url: string
   readonly token: string
   readonly ids: PlantIds
   readonly connections: number
-  /** Seconds measured. */
+  /** Seconds. */
   readonly duration: number
-  /** Requests per second over all connections; unlimited when absent. */
-  readonly overallRate?: number
-  /** CPU seconds the server process has used so far, to report its load; optional. */
-  readonly serverCpuSeconds?: () => number | undefined
+  /** wrk threads (default 1). */
+  readonly threads?: number
+  /** Core to pin wrk to (`taskset -c`), when given. */
+  readonly core?: number
+  /** `taskset`, needed with `core`. */
+  readonly taskset?: string
 }
 
 /** What one run measured. */
 export interface LoadSummary {
-  /** Mean requests per second (all statuses). */
+  /** Responses per second over the run. */
   readonly requestsPerSecond: number
-  /** Responses received. */
+  /** Responses received (wrk's count). */
   readonly responses: number
+  /** Seconds wrk ran (its own clock). */
+  readonly seconds: number
+  /** Latency percentiles, mean and maximum, ms (wrk records µs). */
   readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number; readonly mean: number }
-  /** Socket errors and timeouts. */
+  /** Socket errors and timeouts (connect, read, write, timeout). */
   readonly errors: number
+  /** Responses with a status outside 2xx. */
   readonly non2xx: number
   /** 2xx responses whose body was not the expected Plant. */
   readonly wrongBodies: number
   /** Responses by status code. */
   readonly statuses: Readonly<Record<string, number>>
-  /** CPU time of this process (the load generator) during the measured run, % of one core. */
+  /** CPU time of wrk over the run, % of one core (per thread: 100 = saturated). */
   readonly generatorCpuPercent: number
-  /** CPU time of the server process during the measured run, % of one core, when known. */
-  readonly serverCpuPercent: number | undefined
+  /** Plant ids this run used: [`firstId`, `firstId + idCount`); a sent request that was not answered used one too. */
+  readonly firstId: bigint
+  readonly idCount: bigint
 }
 
+/** The line `post-plants.lua` prints at the end. */
+interface WrkResult {
+  durationUs: number
+  requests: number
+  statuses: Record<string, number>
+  wrongBodies: number
+  errors: { connect: number; read: number; write: number; timeout: number }
+  latencyUs: { p50: number; p99: number; max: number; mean: number }
+  cpuS: number
+}
+
+const SCRIPT = fileURLToPath(new URL('../../bench/post-plants.lua', import.meta.url))
+
 /**
- * Runs autocannon against `POST /plants`: every request gets the next id of `ids`.
- * A warm-up is a run of its own, before, whose result is dropped.
- * @returns the measured run.
- * @throws when autocannon cannot start (invalid options).
+ * Parses the output of `post-plants.lua` into a summary.
+ * @throws when the result line is missing (wrk failed; the message carries its output).
  */
-export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
-  const cpu = process.cpuUsage()
-  const serverCpu = options.serverCpuSeconds?.()
-  const started = performance.now()
-  const result = await autocannonRun(options)
-  const elapsedMs = performance.now() - started
-  const used = process.cpuUsage(cpu)
-  const generatorCpuPercent = (100 * (used.user + used.system)) / 1000 / elapsedMs
-  const serverCpuAfter = options.serverCpuSeconds?.()
-  const serverCpuPercent = serverCpu === undefined || serverCpuAfter === undefined ? undefined : (100 * 1000 * (serverCpuAfter - serverCpu)) / elapsedMs
-  const statuses = Object.fromEntries(Object.entries(result.statusCodeStats).map(([status, { count }]) => [status, count]))
+export function parseWrk(output: string, threads: number, firstId: bigint, idCount: bigint): LoadSummary {
+  const line = output.split('\n').find((text) => text.startsWith('bench-result '))
+  if (line === undefined) throw new Error(`wrk gave no result: ${output.trim().slice(-500)}`)
+  const result = JSON.parse(line.slice('bench-result '.length)) as WrkResult
+  const seconds = result.durationUs / 1e6
+  const non2xx = Object.entries(result.statuses).reduce((sum, [status, count]) => sum + (status.startsWith('2') ? 0 : count), 0)
+  const ms = (us: number) => us / 1000
   return {
-    requestsPerSecond: result.requests.average,
-    responses: result.requests.total,
-    latencyMs: { p50: result.latency.p50, p99: result.latency.p99, max: result.latency.max, mean: result.latency.average },
-    errors: result.errors,
-    non2xx: result.non2xx,
-    // A non-2xx body differs from the Plant too; autocannon counts both as mismatches.
-    wrongBodies: Math.max(0, result.mismatches - result.non2xx),
-    statuses,
-    generatorCpuPercent,
-    serverCpuPercent,
+    requestsPerSecond: result.requests / seconds,
+    responses: result.requests,
+    seconds,
+    latencyMs: { p50: ms(result.latencyUs.p50), p99: ms(result.latencyUs.p99), max: ms(result.latencyUs.max), mean: ms(result.latencyUs.mean) },
+    errors: result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout,
+    non2xx,
+    wrongBodies: result.wrongBodies,
+    statuses: result.statuses,
+    generatorCpuPercent: (100 * result.cpuS) / seconds / threads,
+    firstId,
+    idCount,
   }
 }
 
-function autocannonRun(options: LoadOptions): Promise<AutocannonResult> {
-  return autocannon({
-    url: options.url,
-    connections: options.connections,
-    duration: options.duration,
-    timeout: 10,
-    verifyBody: (body) => body === EXPECTED_BODY,
-    ...(options.overallRate === undefined ? {} : { overallRate: options.overallRate }),
-    requests: [
-      {
-        method: 'POST',
-        path: '/plants',
-        headers: jsonHeaders(options.token),
-        setupRequest: (request) => ({ ...request, body: options.ids.body() }),
-      },
-    ],
-  })
+/**
+ * Runs wrk against `POST /plants` for `duration` seconds; every request gets a new
+ * id of `ids`. A warm-up is a run of its own, before, whose result is dropped.
+ * @returns the run's summary.
+ * @throws when wrk cannot run or prints no result.
+ */
+export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
+  const threads = options.threads ?? 1
+  const first = options.ids.reserve(BigInt(threads) * IDS_PER_THREAD)
+  const wrk = [
+    'wrk',
+    `-t${threads}`,
+    `-c${options.connections}`,
+    `-d${options.duration}s`,
+    '--timeout',
+    '10s',
+    '-s',
+    SCRIPT,
+    options.url,
+    '--',
+    String(options.ids.base / OFFSETS),
+    String(first),
+    String(IDS_PER_THREAD),
+    EXPECTED_BODY,
+  ]
+  const command = options.core === undefined || options.taskset === undefined ? wrk : [options.taskset, '-c', String(options.core), ...wrk]
+  const child = spawn(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BENCH_TOKEN: options.token }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  const timer = setTimeout(() => child.kill('SIGKILL'), (options.duration + 30) * 1000)
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject)
+    child.once('exit', resolve)
+  }).finally(() => clearTimeout(timer))
+  if (code !== 0) throw new Error(`wrk exited with ${code}: ${output.trim().slice(-500)}`)
+  return parseWrk(output, threads, options.ids.base + first, BigInt(threads) * IDS_PER_THREAD)
 }

@@ -69,3 +69,19 @@ export async function removeBenchRows(databaseUrl: string, from: bigint, count: 
     return result.rowCount ?? 0
   })
 }
+
+/**
+ * Counts the plants stored with ids in [`from`, `from + count`).
+ * @returns the number of rows; 0 when the table does not exist.
+ */
+export async function countPostgresRows(databaseUrl: string, from: bigint, count: bigint): Promise<number> {
+  return withClient(databaseUrl, async (client) => {
+    try {
+      const result = await client.query<{ n: string }>('SELECT count(*) AS n FROM plant WHERE id >= $1 AND id < $2', [String(from), String(from + count)])
+      return Number(result.rows[0]?.n ?? 0)
+    } catch (error) {
+      if ((error as { code?: string }).code === '42P01') return 0 // undefined_table
+      throw error
+    }
+  })
+}

@@ -72,6 +72,8 @@ export function postJson(url: string, headers: Record<string, string>, body: str
 export interface StartOptions {
   /** Node arguments before the script, e.g. `--cpu-prof`. */
   readonly nodeArgs?: readonly string[]
+  /** A command that runs node, before it (e.g. `valgrind --tool=callgrind …`); it must exec in place, keeping the pid. */
+  readonly wrapper?: readonly string[]
   /** The compiled script to run. */
   readonly script: string
   /** Environment of the child (on top of PATH and HOME only: nothing else leaks in). */
@@ -99,8 +101,8 @@ export interface ServerProcess {
   peakRssMb(): number | undefined
   /** Current resident memory (VmRSS), MB; `undefined` once it has exited. */
   rssMb(): number | undefined
-  /** CPU time used so far (user + system), seconds; `undefined` once it has exited. */
-  cpuSeconds(): number | undefined
+  /** CPU time used so far by all its threads, seconds; `undefined` once it has exited. */
+  cpuTimes(): CpuTimes | undefined
   /** The last few KB the process wrote to stdout and stderr. */
   output(): string
   /** How it ended (`code 1`, `signal SIGKILL`), or `undefined` while it runs. */
@@ -124,11 +126,19 @@ function procStatusMb(pid: number, field: 'VmHWM' | 'VmRSS'): number | undefined
 /** Clock ticks per second of `/proc/<pid>/stat` (`getconf CLK_TCK`; 100 on Linux). */
 const CLOCK_TICKS = 100
 
-function procCpuSeconds(pid: number): number | undefined {
+/** CPU time of a process, seconds (`/proc/<pid>/stat`, all threads). */
+export interface CpuTimes {
+  /** `utime`: user mode. */
+  readonly user: number
+  /** `stime`: kernel mode, including the softirq work (e.g. loopback TCP delivery) that ran while it was on the CPU. */
+  readonly system: number
+}
+
+function procCpuTimes(pid: number): CpuTimes | undefined {
   try {
     // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS
+    return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS }
   } catch {
     return undefined
   }
@@ -141,13 +151,12 @@ function procCpuSeconds(pid: number): number | undefined {
  */
 export async function startServer(options: StartOptions): Promise<ServerProcess> {
   const url = `http://127.0.0.1:${options.port}`
-  const node = [...(options.nodeArgs ?? []), options.script]
+  const node = [...(options.wrapper ?? []), process.execPath, ...(options.nodeArgs ?? []), options.script]
   const pinned = TASKSET !== undefined && options.core !== undefined
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env, PORT: String(options.port), HOST: '127.0.0.1' }
   const started = performance.now()
-  const child = pinned
-    ? spawn(TASKSET!, ['-c', String(options.core), process.execPath, ...node], { env, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, node, { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const command = pinned ? [TASKSET!, '-c', String(options.core), ...node] : node
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
   children.add(child)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let tail = ''
@@ -197,7 +206,7 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
     readyMs,
     peakRssMb: () => procStatusMb(pid, 'VmHWM'),
     rssMb: () => procStatusMb(pid, 'VmRSS'),
-    cpuSeconds: () => procCpuSeconds(pid),
+    cpuTimes: () => procCpuTimes(pid),
     output: () => tail,
     exitStatus: () => (alive() ? undefined : child.signalCode === null ? `code ${child.exitCode}` : `signal ${child.signalCode}`),
     stop,

@@ -1,20 +1,27 @@
 /**
- * The ceiling of the benchmark (`npm run bench`): the least a Node HTTP server can
- * do for `POST /plants` on this machine. Plain `node:http`, no framework, nothing
- * stored: it checks the bearer token (constant-time, like @fastify/bearer-auth),
- * checks the media type, reads and `JSON.parse`s the body, and writes the Plant
- * (`{"name","tag"}`). Every other target is reported as a ratio of this one.
+ * The ceilings of the benchmark (`npm run bench`): the least a Node HTTP server can
+ * do for `POST /plants` on this machine. Plain `node:http`, no framework: it checks
+ * the bearer token (constant-time, like @fastify/bearer-auth), checks the media
+ * type, reads and `JSON.parse`s the body, and writes the Plant (`{"name","tag"}`).
  *
- * With `DATA_DIR` set it is the durable ceiling instead: the same server, and each
- * plant is also committed to SQLite before its 200, the way the embedded store
- * commits (better-sqlite3, WAL, `synchronous=FULL`, one transaction per batch of
- * the requests that arrive together), with one cached prepared statement and no
- * query builder, no replay or conflict check. The least a durable Node server can do.
+ * - Nothing set: the ceiling, nothing stored.
+ * - `DATA_DIR`: the SQLite durable ceiling: each plant is also committed to SQLite
+ *   before its 200, the way the embedded store commits (better-sqlite3, WAL,
+ *   `synchronous=FULL`), the plants of one event-loop turn in one transaction.
+ * - `DATABASE_URL`: the PostgreSQL durable ceiling: the plants of one event-loop
+ *   turn go to PostgreSQL in one multi-row `INSERT` through `pg` (autocommit, so
+ *   one durable commit per batch), at most `DATABASE_POOL_SIZE` (default 10) in
+ *   flight, like the service's group commit; plants that arrive while every
+ *   connection is busy join the next batch.
+ *
+ * Both durable ceilings use one cached or parameterised statement, no query builder,
+ * no replay or conflict check: the least a durable Node server can do. Their table
+ * is the service's, made by its own migrations.
  *
  * Environment (the same names as the service, so the bench starts both alike):
  * - `PLANT_STORE_TOKENS`: comma-separated accepted tokens (required);
  * - `HOST` (default 127.0.0.1), `PORT` (default 0 = a free port);
- * - `DATA_DIR`: directory for `plants.sqlite3` (durable ceiling only).
+ * - `DATA_DIR` or `DATABASE_URL` (at most one), `DATABASE_POOL_SIZE`.
  *
  * Prints `listening <port>` on stdout once it accepts connections.
  *
@@ -40,12 +47,23 @@ function authorized(header: string | undefined): boolean {
   return tokens.some((token) => token.length === sent.length && timingSafeEqual(token, sent))
 }
 
+/** A plant waiting for its commit; `done` is called once, with the error when the commit failed. */
+interface Pending {
+  readonly id: bigint
+  readonly name: unknown
+  readonly tag: unknown
+  readonly done: (error?: Error) => void
+}
+
+/** A durable writer: queues one plant for the next batch. */
+type Writer = (plant: Pending) => void
+
 /**
- * Commits plants in batches: those queued in one event-loop turn share one
- * transaction (one fsync). The table is the service's, made by its own migrations,
+ * Commits plants to SQLite in batches: those queued in one event-loop turn share
+ * one transaction (one fsync). The table is the service's, made by its own migrations,
  * and the file is opened with the store's settings; only the writes are raw.
  */
-async function durableWriter(dataDir: string): Promise<(id: bigint, name: unknown, tag: unknown, done: () => void) => void> {
+async function sqliteWriter(dataDir: string): Promise<Writer> {
   // Loaded only here, so the plain ceiling carries none of the service's modules.
   const [{ loadConfig }, { openSqliteFile, openStore, SQLITE_FILE }, { migrateToLatest }] = await Promise.all([
     import('../service/config.js'),
@@ -57,22 +75,88 @@ async function durableWriter(dataDir: string): Promise<(id: bigint, name: unknow
   await store.close()
   const database = openSqliteFile(join(dataDir, SQLITE_FILE))
   const insert = database.prepare('insert into plant (id, name, tag) values (?, ?, ?) on conflict (id) do nothing')
-  let queue: { id: bigint; name: unknown; tag: unknown; done: () => void }[] = []
-  const commit = database.transaction((batch: typeof queue) => {
+  let queue: Pending[] = []
+  const commit = database.transaction((batch: Pending[]) => {
     for (const plant of batch) insert.run(plant.id, plant.name, plant.tag ?? null)
   })
-  return (id, name, tag, done) => {
-    if (queue.push({ id, name, tag, done }) > 1) return
+  return (plant) => {
+    if (queue.push(plant) > 1) return
     setImmediate(() => {
       const batch = queue
       queue = []
-      commit(batch)
-      for (const plant of batch) plant.done()
+      let failed: Error | undefined
+      try {
+        commit(batch)
+      } catch (error) {
+        failed = error as Error
+      }
+      for (const each of batch) each.done(failed)
     })
   }
 }
 
-const store = process.env.DATA_DIR ? await durableWriter(process.env.DATA_DIR) : undefined
+/**
+ * Commits plants to PostgreSQL in batches: those queued in one event-loop turn
+ * share one multi-row `INSERT` (autocommit: one commit), with at most the pool size
+ * in flight; plants queued while every connection is busy go out together once
+ * one is free.
+ */
+async function postgresWriter(databaseUrl: string): Promise<Writer> {
+  const [{ loadConfig }, { openStore }, { migrateToLatest }, { default: pg }] = await Promise.all([
+    import('../service/config.js'),
+    import('../service/store/database.js'),
+    import('../service/store/migrate.js'),
+    import('pg'),
+  ])
+  const config = loadConfig(process.env)
+  const store = openStore({ ...config, databaseUrl, onConnectionError: () => undefined })
+  await migrateToLatest(store)
+  await store.close()
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.poolSize })
+  pool.on('error', () => undefined) // an idle connection dropped; the next query opens another
+  let queue: Pending[] = []
+  let inFlight = 0
+  let scheduled = false
+  const commit = async (batch: Pending[]): Promise<void> => {
+    const rows = batch.map((_, index) => `($${3 * index + 1}, $${3 * index + 2}, $${3 * index + 3})`).join(', ')
+    const values = batch.flatMap((plant) => [String(plant.id), plant.name, plant.tag ?? null])
+    let failed: Error | undefined
+    try {
+      await pool.query(`insert into plant (id, name, tag) values ${rows} on conflict (id) do nothing`, values)
+    } catch (error) {
+      failed = error as Error
+    }
+    for (const plant of batch) plant.done(failed)
+  }
+  const schedule = (): void => {
+    if (scheduled || inFlight >= config.poolSize || queue.length === 0) return
+    scheduled = true
+    setImmediate(() => {
+      scheduled = false
+      const batch = queue
+      queue = []
+      inFlight++
+      void commit(batch).finally(() => {
+        inFlight--
+        schedule()
+      })
+    })
+  }
+  return (plant) => {
+    queue.push(plant)
+    schedule()
+  }
+}
+
+if (process.env.DATA_DIR && process.env.DATABASE_URL) {
+  process.stderr.write('raw-ceiling: set DATA_DIR or DATABASE_URL, not both\n')
+  process.exit(1)
+}
+const store: Writer | undefined = process.env.DATA_DIR
+  ? await sqliteWriter(process.env.DATA_DIR)
+  : process.env.DATABASE_URL
+    ? await postgresWriter(process.env.DATABASE_URL)
+    : undefined
 
 function reply(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
@@ -104,7 +188,7 @@ const server = createServer((request, response) => {
     // The bench's ids are above 2^53, which JSON.parse rounds: read the digits exactly.
     const id = /"id"\s*:\s*(-?\d+)/.exec(text)?.[1]
     if (id === undefined) return reply(response, 400, { error: 400, message: 'id is required' })
-    store(BigInt(id), plant.name, plant.tag, answer)
+    store({ id: BigInt(id), name: plant.name, tag: plant.tag, done: (error) => (error === undefined ? answer() : reply(response, 503, { error: 503, message: error.message })) })
   })
 })
 

@@ -1,8 +1,9 @@
 /**
- * The benchmark's report, `docs/benchmarks.md`: machine, settings, results,
- * targets. Regenerating it keeps two parts: the soak section when no soak ran this
- * time (between {@link SOAK_START} and {@link SOAK_END}), and everything from
- * {@link HAND_WRITTEN} on (the profile, written by hand).
+ * The benchmark's report, `docs/benchmarks.md`: machine, settings, results, the
+ * figures the targets are about and their verdicts. Regenerating it keeps two
+ * parts: the soak section when no soak ran this time (between {@link SOAK_START}
+ * and {@link SOAK_END}), and everything from {@link HAND_WRITTEN} on (findings,
+ * written by hand).
  *
  * @module
  */
@@ -11,6 +12,7 @@ import { cpus, release, totalmem } from 'node:os'
 import { dirname } from 'node:path'
 import type { LoadSummary } from './load.js'
 import type { StoreActivity } from './metrics.js'
+import type { CpuTimes } from './process.js'
 
 /** Marks the start of the hand-written part; it and everything below it are kept. */
 export const HAND_WRITTEN = '<!-- Hand-written below this line: `npm run bench` keeps it when it regenerates the report. -->'
@@ -19,23 +21,44 @@ export const SOAK_START = '<!-- soak:start -->'
 /** End marker of the soak section, which a run without a soak keeps as it is. */
 export const SOAK_END = '<!-- soak:end -->'
 
+/**
+ * The targets, in the order they run: the ceiling (raw `node:http`, nothing
+ * stored), the two durable ceilings (raw `node:http` committing to SQLite, to
+ * PostgreSQL), the service with its write skipped (an ablation), and the service on
+ * each store.
+ */
+export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'unstored', 'embedded', 'postgres'] as const
+export type TargetKey = (typeof TARGET_KEYS)[number]
+
+/** Instructions per request of one target, and how they were counted. */
+export interface Instructions {
+  readonly perRequest: number
+  readonly how: 'perf' | 'callgrind'
+  /** callgrind: the per-request count of each round, the last reported; settled when the last two agree. */
+  readonly rounds?: readonly number[]
+  readonly settled?: boolean
+}
+
 /** One target's outcome. */
 export interface TargetResult {
-  readonly key: 'raw' | 'durable' | 'unstored' | 'embedded' | 'postgres'
+  readonly key: TargetKey
   readonly title: string
   /** Why it was not measured, when it was not. */
   readonly notRun?: string
   readonly load?: LoadSummary
+  /** CPU time of the server process (all threads) over the measured run. */
+  readonly cpu?: CpuTimes | undefined
+  readonly instructions?: Instructions
   /** Resident memory (VmRSS) of the server process once ready, before any load, MB. */
   readonly readyRssMb?: number | undefined
   /** Peak RSS (VmHWM) of the server process after the run, MB. */
-  readonly peakRssMb?: number
-  /** Spawn to first answered request, ms, on a fresh data directory (or a first start). */
+  readonly peakRssMb?: number | undefined
+  /** Spawn to first `POST /plants` answered 200, ms, on the data the run left (a second start). */
   readonly readyMs?: number
-  /** The same on a second start over the data the run left. */
-  readonly readyAgainMs?: number
   /** Store transactions during the measured run, from the service's metrics. */
   readonly store?: StoreActivity
+  /** Durable targets: rows stored with the ids the measured run sent (read after the server stopped). */
+  readonly storedRows?: number
 }
 
 /** What the run was. */
@@ -53,13 +76,109 @@ export interface RunSettings {
   readonly profiled: boolean
   /** 1-minute load average of the machine when the run started and ended (others' work shows here). */
   readonly loadAverage: readonly [start: number, end: number]
+  /** How instructions were counted, in words (or why not). */
+  readonly instructions: string
 }
 
+/** Server CPU per request, µs. */
+export interface CpuPerRequest {
+  readonly user: number
+  readonly system: number
+  readonly total: number
+}
+
+/**
+ * Server CPU time per answered request: `utime + stime` of the server process over
+ * the measured run (µs) ÷ the responses wrk counted in it.
+ * @returns `undefined` without CPU times or without a response.
+ */
+export function cpuPerRequest(cpu: CpuTimes | undefined, responses: number | undefined): CpuPerRequest | undefined {
+  if (cpu === undefined || responses === undefined || responses <= 0) return undefined
+  const us = (seconds: number) => (seconds * 1e6) / responses
+  return { user: us(cpu.user), system: us(cpu.system), total: us(cpu.user + cpu.system) }
+}
+
+/** `a ÷ b`, or `undefined` when either is missing or `b` is not positive. */
+export function ratio(a: number | undefined, b: number | undefined): number | undefined {
+  return a === undefined || b === undefined || b <= 0 ? undefined : a / b
+}
+
+/** 2xx responses of a run. */
+export function okResponses(load: LoadSummary): number {
+  return Object.entries(load.statuses).reduce((sum, [status, count]) => sum + (status.startsWith('2') ? count : 0), 0)
+}
+
+/**
+ * Everything that went wrong in a run: socket errors and timeouts, non-2xx, 2xx with
+ * a wrong body, and 200s whose plant is not stored (durable targets, when counted).
+ */
+export function faults(result: TargetResult): number | undefined {
+  const load = result.load
+  if (load === undefined) return undefined
+  const unstored = result.storedRows === undefined ? 0 : Math.max(0, okResponses(load) - result.storedRows)
+  return load.errors + load.non2xx + load.wrongBodies + unstored
+}
+
+/** The durable ceiling each service target is held to. */
+export const DURABLE_CEILING = { embedded: 'durable', postgres: 'durable-pg' } as const satisfies Partial<Record<TargetKey, TargetKey>>
+
+/** One figure with a target: what, the threshold in words, and how to measure and judge it. */
+interface Goal {
+  readonly figure: string
+  readonly threshold: string
+  readonly measure: (result: TargetResult, results: readonly TargetResult[]) => number | undefined
+  readonly met: (value: number) => boolean
+  readonly format: (value: number) => string
+}
+
+const byKey = (results: readonly TargetResult[], key: TargetKey) => results.find((result) => result.key === key)
 const number = (value: number, digits = 0): string =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
-/** Milliseconds; autocannon's latencies are whole milliseconds, shown as such. */
-const ms = (value: number | undefined): string => (value === undefined ? 'n/a' : number(value, Number.isInteger(value) || value >= 10 ? 0 : 2))
-const mb = (value: number | undefined): string => (value === undefined ? 'n/a' : number(value, 1))
+const ms = (value: number): string => number(value, value >= 100 ? 0 : 2)
+
+/** The targets of the service, each checked on the embedded store and on PostgreSQL. */
+export const GOALS: readonly Goal[] = [
+  {
+    figure: "server CPU per durable create ÷ raw ceiling's CPU per request",
+    threshold: '≤ 1.25',
+    measure: (result, results) => {
+      const ceiling = byKey(results, 'raw')
+      return ratio(cpuPerRequest(result.cpu, result.load?.responses)?.total, cpuPerRequest(ceiling?.cpu, ceiling?.load?.responses)?.total)
+    },
+    met: (value) => value <= 1.25,
+    format: (value) => number(value, 2),
+  },
+  {
+    figure: 'req/s ÷ durable ceiling (embedded: SQLite durable ceiling; PostgreSQL: PostgreSQL durable ceiling)',
+    threshold: '≥ 0.85',
+    measure: (result, results) => {
+      const key = result.key === 'embedded' || result.key === 'postgres' ? DURABLE_CEILING[result.key] : undefined
+      return key === undefined ? undefined : ratio(result.load?.requestsPerSecond, byKey(results, key)?.load?.requestsPerSecond)
+    },
+    met: (value) => value >= 0.85,
+    format: (value) => number(value, 2),
+  },
+  { figure: 'p99 latency, ms', threshold: '< 6 ms', measure: (result) => result.load?.latencyMs.p99, met: (value) => value < 6, format: ms },
+  { figure: 'ready on existing data (spawn → first 200), ms', threshold: '< 300 ms', measure: (result) => result.readyMs, met: (value) => value < 300, format: ms },
+  { figure: 'peak RSS, MB', threshold: '< 100 MB', measure: (result) => result.peakRssMb, met: (value) => value < 100, format: (value) => number(value, 1) },
+  { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, met: (value) => value === 0, format: (value) => String(value) },
+]
+
+/** The service targets the goals are checked on. */
+export const CHECKED = ['embedded', 'postgres'] as const satisfies readonly TargetKey[]
+
+/** One verdict: the measured value (formatted) and whether it meets the goal; `undefined` when not measured. */
+export interface Verdict {
+  readonly measured: string
+  readonly met: boolean | undefined
+}
+
+/** The verdict of `goal` for the target `key`. */
+export function verdict(goal: Goal, key: (typeof CHECKED)[number], results: readonly TargetResult[]): Verdict {
+  const result = byKey(results, key)
+  const value = result?.load === undefined ? undefined : goal.measure(result, results)
+  return value === undefined || Number.isNaN(value) ? { measured: 'n/a', met: undefined } : { measured: goal.format(value), met: goal.met(value) }
+}
 
 function osName(): string {
   try {
@@ -70,7 +189,7 @@ function osName(): string {
 }
 
 /** The machine, as a Markdown table. */
-export function machineSection(date: Date): string {
+function machineSection(date: Date, loadAverage: RunSettings['loadAverage']): string {
   return [
     '| | |',
     '|---|---|',
@@ -80,20 +199,29 @@ export function machineSection(date: Date): string {
     `| Node | ${process.version} |`,
     `| OS | ${osName()}, Linux ${release()} |`,
     `| date | ${date.toISOString()} |`,
+    `| load average (1 min), start → end of the targets | ${number(loadAverage[0], 2)} → ${number(loadAverage[1], 2)} |`,
   ].join('\n')
 }
 
-function resultRow(result: TargetResult, ceiling: number | undefined): string {
-  if (result.load === undefined) return `| ${result.title} | not run: ${result.notRun ?? 'unknown'} |${' |'.repeat(9)}`
+function instructionsCell(instructions: Instructions | undefined): string {
+  if (instructions === undefined) return 'n/a'
+  const value = number(instructions.perRequest)
+  return instructions.settled === false ? `${value} (not settled)` : value
+}
+
+function resultRow(result: TargetResult): string {
   const load = result.load
-  const ratio = ceiling === undefined ? 'n/a' : number(load.requestsPerSecond / ceiling, 2)
-  const wrong = load.wrongBodies === 0 ? '' : `, ${load.wrongBodies} wrong bodies`
+  if (load === undefined) return `| ${result.title} | not run: ${result.notRun ?? 'unknown'} |${' |'.repeat(7)}`
   const other = Object.entries(load.statuses).filter(([status]) => !status.startsWith('2'))
-  const detail = other.length === 0 && wrong === '' ? '' : ` (${other.map(([status, count]) => `${status}: ${count}`).join(', ')}${wrong})`
-  const cpu = `${load.serverCpuPercent === undefined ? 'n/a' : number(load.serverCpuPercent)} / ${number(load.generatorCpuPercent)}`
+  const detail = other.length === 0 ? '' : ` (${other.map(([status, count]) => `${status}: ${count}`).join(', ')})`
+  const cpu = cpuPerRequest(result.cpu, load.responses)
+  const stored = result.storedRows === undefined ? '' : ` / ${number(Math.max(0, okResponses(load) - result.storedRows))}`
+  const mb = (value: number | undefined) => (value === undefined ? 'n/a' : number(value, 1))
   return (
-    `| ${result.title} | ${number(load.requestsPerSecond)} | ${ratio} | ${ms(load.latencyMs.p50)} | ${ms(load.latencyMs.p99)} | ` +
-    `${ms(load.latencyMs.max)} | ${load.errors} / ${load.non2xx}${detail} | ${mb(result.readyRssMb)} → ${mb(result.peakRssMb)} | ${ms(result.readyMs)} | ${ms(result.readyAgainMs)} | ${cpu} |`
+    `| ${result.title} | ${number(load.requestsPerSecond)} | ${ms(load.latencyMs.p50)} / ${ms(load.latencyMs.p99)} / ${ms(load.latencyMs.max)} | ` +
+    `${load.errors} / ${load.non2xx}${detail} / ${load.wrongBodies}${stored} | ` +
+    `${cpu === undefined ? 'n/a' : `${number(cpu.total, 1)} (${number(cpu.user, 1)} + ${number(cpu.system, 1)})`} | ${instructionsCell(result.instructions)} | ` +
+    `${mb(result.readyRssMb)} → ${mb(result.peakRssMb)} | ${result.readyMs === undefined ? 'n/a' : ms(result.readyMs)} | ${number(load.generatorCpuPercent)} |`
   )
 }
 
@@ -106,7 +234,7 @@ function storeSection(results: readonly TargetResult[], durationS: number): stri
   )
   if (rows.length === 0) return []
   return [
-    'Store transactions during the measured run (group commit; from the service\'s own `/metrics`):',
+    "Store transactions of the service during the measured run (group commit; from its own `/metrics`):",
     '',
     '| target | transactions | per second | plants per transaction | ms per transaction |',
     '|---|---:|---:|---:|---:|',
@@ -115,146 +243,73 @@ function storeSection(results: readonly TargetResult[], durationS: number): stri
   ]
 }
 
-/** The issue's throughput targets: req/s of each service target ÷ the ceiling's. */
-const RATIO_TARGETS = { embedded: 0.75, postgres: 0.5 } as const
-
-/** One target check of the issue: what, threshold, measured, pass. */
-interface Check {
-  readonly what: string
-  readonly threshold: string
-  readonly measured: string
-  readonly pass: boolean | undefined
-}
-
-function checks(results: readonly TargetResult[], ceiling: number | undefined): Check[] {
-  const out: Check[] = []
-  const minRatio = RATIO_TARGETS
-  for (const result of results) {
-    const key = result.key
-    if (key === 'raw' || key === 'durable' || key === 'unstored') continue
-    const load = result.load
-    const add = (what: string, threshold: string, measured: number | undefined, pass: (value: number) => boolean, format = ms) =>
-      out.push({ what: `${result.title}: ${what}`, threshold, measured: load === undefined ? `not run` : format(measured), pass: load === undefined || measured === undefined ? undefined : pass(measured) })
-    const ratio = load !== undefined && ceiling !== undefined ? load.requestsPerSecond / ceiling : undefined
-    add('req/s ÷ ceiling', `≥ ${minRatio[key]}`, ratio, (v) => v >= minRatio[key], (v) => (v === undefined ? 'n/a' : number(v, 2)))
-    add('p99 latency', '< 10 ms', load?.latencyMs.p99, (v) => v < 10)
-    add('peak RSS', '< 150 MB', result.peakRssMb, (v) => v < 150, mb)
-    add('ready on an existing data directory', '< 1,000 ms', result.readyAgainMs, (v) => v < 1000)
-    add('errors + non-2xx + wrong bodies', '0', load ? load.errors + load.non2xx + load.wrongBodies : undefined, (v) => v === 0, (v) => String(v))
-  }
-  return out
-}
-
-/**
- * Server time per request, µs: 1,000,000 ÷ req/s, the time each request holds the
- * server's one core (CPU, and the waits that block its event loop, such as SQLite's
- * fsync), as long as the server, not the load generator, is the bottleneck.
- */
-function usPerRequest(result: TargetResult | undefined): number | undefined {
-  const rps = result?.load?.requestsPerSecond
-  return rps === undefined || rps === 0 ? undefined : 1e6 / rps
-}
-
-/**
- * What each ratio target allows per request, against what the service spends with
- * and without its database write (the `unstored` ablation): a target needs
- * `ratio × ceiling` req/s, so it allows `1 / (ratio × ceiling)` per request.
- */
-function costSection(results: readonly TargetResult[], ceiling: number | undefined): string[] {
-  const base = usPerRequest(results.find((result) => result.key === 'unstored'))
-  const durable = results.find((result) => result.key === 'durable')?.load?.requestsPerSecond
-  const againstDurable = results.flatMap((result) =>
-    durable === undefined || result.load === undefined || (result.key !== 'embedded' && result.key !== 'postgres')
-      ? []
-      : [`${result.title} ${number(result.load.requestsPerSecond / durable, 2)}`],
-  )
-  const durableLine =
-    againstDurable.length === 0
-      ? []
-      : [`Against the durable ceiling (${number(durable!)} req/s, a raw server that commits each plant to SQLite before its 200): ${againstDurable.join('; ')}.`, '']
-  if (ceiling === undefined || base === undefined) return durableLine
-  const minRatio = RATIO_TARGETS
-  const rows = results.flatMap((result) => {
-    if (result.key !== 'embedded' && result.key !== 'postgres') return []
-    const spent = usPerRequest(result)
-    if (spent === undefined) return []
-    const budget = 1e6 / (minRatio[result.key] * ceiling)
-    return [`| ${result.title} | ${minRatio[result.key]} | ${number(budget, 1)} | ${number(base, 1)} | ${number(budget - base, 1)} | ${number(spent, 1)} | ${number(spent - base, 1)} |`]
+function goalsSection(results: readonly TargetResult[]): string[] {
+  const titles = CHECKED.map((key) => byKey(results, key)?.title ?? key)
+  const cell = (v: Verdict) => (v.met === undefined ? 'not measured' : `${v.measured}: ${v.met ? 'met' : '**not met**'}`)
+  const instructions = CHECKED.map((key) => {
+    const service = byKey(results, key)?.instructions
+    const ceiling = byKey(results, 'raw')?.instructions
+    const value = ratio(service?.perRequest, ceiling?.perRequest)
+    return value === undefined ? 'n/a' : number(value, 2)
   })
   return [
-    'Server time per request (µs = 1,000,000 ÷ req/s, the time each request holds the server\'s one core): what each ratio target allows, what the service takes with its database write skipped (the ablation), hence what storing may cost, against what it costs:',
+    `| figure | target | ${titles.join(' | ')} |`,
+    `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
+    ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, results))).join(' | ')} |`),
+    `| (no target) instructions per durable create ÷ raw ceiling's | — | ${instructions.join(' | ')} |`,
     '',
-    '| target | ratio | allowed µs | µs without the write | left for storing | µs with the store | storing costs |',
-    '|---|---:|---:|---:|---:|---:|---:|',
-    ...rows,
-    '',
-    ...durableLine,
   ]
 }
 
-/**
- * Renders the generated part of the report (everything above the soak section).
- */
+/** Renders the generated part of the report (everything above the soak section). */
 export function renderResults(date: Date, settings: RunSettings, results: readonly TargetResult[]): string {
-  const ceiling = results.find((result) => result.key === 'raw')?.load?.requestsPerSecond
-  const verdict = (pass: boolean | undefined) => (pass === undefined ? 'not measured' : pass ? '**pass**' : '**FAIL**')
+  const saturated = results.filter((result) => (result.load?.generatorCpuPercent ?? 0) >= 90)
   return [
     '# Benchmarks',
     '',
     `<!-- Generated by \`npm run bench\` (bench/run.ts) on ${date.toISOString()}. Edit only below the hand-written marker. -->`,
     '',
-    'Side-by-side throughput, latency, memory and start-up of `POST /plants`: a raw',
-    '`node:http` server (the ceiling: auth check, JSON parse, JSON write, nothing stored)',
-    'and the service on its embedded store and on PostgreSQL. Two references show what',
-    'storing durably costs: the raw server committing each plant to SQLite (the durable',
-    'ceiling) and the service with its database write skipped (an ablation). Shared, noisy',
-    'virtual machines: read the ratios, not the absolute numbers.',
+    '`POST /plants` under the same load against three ceilings (raw `node:http`: nothing',
+    'stored; committing each plant to SQLite; committing to PostgreSQL), the service with its',
+    'database write skipped, and the service on each store. CPU time and instructions per',
+    'request are the server process’s own; throughput and latency depend on the machine.',
     '',
     '## Machine',
     '',
-    machineSection(date),
-    `| load average (1 min), start → end of the targets | ${number(settings.loadAverage[0], 2)} → ${number(settings.loadAverage[1], 2)} |`,
+    machineSection(date, settings.loadAverage),
     '',
     '## Settings',
     '',
-    `- Load: autocannon 9 (programmatic API), \`POST /plants\`, ${settings.connections} connections, no pipelining, ` +
-      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target; req/s is the mean of autocannon's per-second samples.`,
-    `- Every request carries a new id (never repeated across connections, warm-ups and targets), counting up from a random base (this run: ${settings.idBase}, between 2^61 and 2^62, so above 2^53), a valid bearer token and \`content-type: application/json\`; a 200 must carry exactly the Plant.`,
+    `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${settings.connections} connections, one thread, no pipelining, ` +
+      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target.`,
+    `- Every request carries a new id (never repeated across connections, warm-ups and targets; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
     `- Pinning: ${settings.pinning}.`,
+    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk.',
+    `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,
-    `- Service measured: ${settings.revision}, built by \`npm run build\`.`,
-    '- Service: `dist/service/server.js` with `NODE_ENV=production`, `LOG_LEVEL=warn`, `RATE_LIMIT_MAX=1000000000` (the per-token limit still runs on every request but never trips under one token), a fresh temporary `DATA_DIR`, every other setting at its default; PostgreSQL target with ' +
-      `\`DATABASE_URL=${settings.databaseUrl}\` (its rows are deleted afterwards, by id range).`,
-    '- Latency: autocannon records whole milliseconds (a p99 of 1 means under 2 ms).',
-    '- Ready: spawn of the process → first `POST /plants` answered 200 (probed every 5 ms). "again" is a second start on the data the run left behind.',
-    '- RSS: `VmRSS` of the server process right after it became ready (idle), and its peak (`VmHWM`) after the run. CPU %: CPU time of the server process and of the load generator during the measured run, as % of one core (100 = its core saturated).',
+    `- Service measured: ${settings.revision}; \`dist/service/server.js\` with \`NODE_ENV=production\`, \`LOG_LEVEL=warn\`, \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\`; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
+    '- Ready: a second start of the target on the data the run left: spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` right after the first start became ready, and the peak (`VmHWM`) after the run.',
+    '- Errors / non-2xx / wrong bodies [/ 200s not stored]: the last is 2xx answers minus the rows stored with the measured run\'s ids, for the targets that store.',
     '',
     '## Results',
     '',
-    '| target | req/s | ÷ ceiling | p50 ms | p99 ms | max ms | errors / non-2xx | RSS MB at ready → peak | ready ms | ready again ms | CPU % server / load generator |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map((result) => resultRow(result, ceiling)),
+    '| target | req/s | latency ms p50 / p99 / max | errors / non-2xx / wrong bodies [/ not stored] | server CPU µs per request (user + sys) | instructions per request | RSS MB ready → peak | ready ms | wrk CPU % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...results.map(resultRow),
     '',
-    ...results
-      .filter((result) => (result.load?.generatorCpuPercent ?? 0) >= 95)
-      .map((result) => `The load generator saturated its core against ${result.title}: that figure is a lower bound of what the server can do${result.key === 'raw' ? ', so every ratio to the ceiling is optimistic' : ''}.\n`),
+    ...saturated.map((result) => `wrk saturated its core against ${result.title}: that req/s is a lower bound of what the server can do.\n`),
     ...storeSection(results, settings.durationS),
-    ...costSection(results, ceiling),
     '## Targets',
     '',
-    '| target | threshold | measured | result |',
-    '|---|---|---:|---|',
-    ...checks(results, ceiling).map((check) => `| ${check.what} | ${check.threshold} | ${check.measured} | ${verdict(check.pass)} |`),
-    '',
+    ...goalsSection(results),
   ].join('\n')
 }
 
-const PROFILE_PLACEHOLDER = `${HAND_WRITTEN}
+const FINDINGS_PLACEHOLDER = `${HAND_WRITTEN}
 
-## Profile
+## Findings
 
-Not written yet: run \`BENCH_PROFILE=<dir> npm run bench\`, summarise a profile with
-\`node dist/bench/profile.js <dir>/embedded/*.cpuprofile\` and write the findings here.
+Not written yet.
 `
 
 /**
@@ -265,7 +320,7 @@ Not written yet: run \`BENCH_PROFILE=<dir> npm run bench\`, summarise a profile 
 export function writeReport(path: string, generated: string, soak: string | undefined): void {
   const previous = existsSync(path) ? readFileSync(path, 'utf8') : ''
   const handIndex = previous.indexOf(HAND_WRITTEN)
-  const handWritten = handIndex === -1 ? PROFILE_PLACEHOLDER : previous.slice(handIndex)
+  const handWritten = handIndex === -1 ? FINDINGS_PLACEHOLDER : previous.slice(handIndex)
   const start = previous.indexOf(SOAK_START)
   const end = previous.indexOf(SOAK_END)
   const keptSoak = start !== -1 && end > start ? previous.slice(start + SOAK_START.length, end).trim() : undefined

@@ -1,26 +1,29 @@
 /**
- * `npm run bench`: the same `POST /plants` load against a raw `node:http` server
- * (the ceiling), the service on its embedded store and the service on PostgreSQL,
- * one after the other in one run; writes `docs/benchmarks.md`.
+ * `npm run bench`: the same `POST /plants` load (wrk) against the ceilings (raw
+ * `node:http`: nothing stored, committing to SQLite, committing to PostgreSQL), the
+ * service with its database write skipped, and the service on each store, one after
+ * the other; writes `docs/benchmarks.md`.
  *
  * Environment (all optional):
  * - `BENCH_DURATION`: seconds measured per target (default 10, 1–600);
  * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
  * - `BENCH_CONNECTIONS`: default 50;
- * - `BENCH_TARGETS`: comma-separated subset of `raw,durable,unstored,embedded,postgres`
- *   (default all); `durable` is the raw server that also commits each plant to
- *   SQLite (`raw-ceiling.ts` with `DATA_DIR`), `unstored` the service with its
- *   database write skipped (`unstored-service.ts`): two references that show
- *   what storing durably costs;
- * - `BENCH_DATABASE_URL`: PostgreSQL for the third target, loopback only
+ * - `BENCH_TARGETS`: comma-separated subset of
+ *   `raw,durable,durable-pg,unstored,embedded,postgres` (default all);
+ * - `BENCH_DATABASE_URL`: PostgreSQL for `durable-pg` and `postgres`, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
+ * - `BENCH_PINNING`: `on` (default when `taskset` and two cores exist: each server
+ *   process on CPU 0, wrk on CPU 1) or `off`;
+ * - `BENCH_INSTRUCTIONS`: `auto` (default: perf when the machine counts
+ *   instructions), `perf`, `callgrind` (a separate run of each target under
+ *   valgrind: minutes per target; `BENCH_CALLGRIND_ROUND` seconds per round, default
+ *   10, `BENCH_CALLGRIND_BUDGET` seconds per target, default 900) or `off`;
  * - `BENCH_SOAK`: seconds of steady load against the embedded service after the
  *   targets (default 0 = none, at most 3600); `BENCH_SOAK_RATE`: its req/s (default 2000),
  *   `BENCH_SOAK_CONNECTIONS`: its connections (default 25);
  * - `BENCH_PROFILE`: a directory; the measured service processes then run under
- *   `node --cpu-prof` and write their `.cpuprofile` into `<dir>/embedded` and
- *   `<dir>/postgres` (summarise with `bench-profile.ts`); the figures of a profiled
- *   run are lower than those of a plain one;
+ *   `node --cpu-prof` and write their `.cpuprofile` into `<dir>/<target>`
+ *   (summarise with `profile.ts`); the figures of a profiled run are lower;
  * - `BENCH_REPORT`: where to write the report (default `docs/benchmarks.md`).
  *
  * Loopback only, bounded in time; every child process is killed on exit.
@@ -33,12 +36,14 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { EXPECTED_BODY, jsonHeaders, PlantIds, runLoad } from './load.js'
+import { callgrindControl, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, settled } from './instructions.js'
+import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
 import { storeActivity, storeTotals } from './metrics.js'
-import { assertLoopback, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
+import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
-import { renderResults, type RunSettings, type TargetResult, writeReport } from './report.js'
+import { type Instructions, renderResults, type RunSettings, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
 import { renderSoak, runSoak } from './soak.js'
+import { countSqliteRows } from './sqlite.js'
 
 const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
@@ -58,20 +63,28 @@ const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const soakS = bounded('BENCH_SOAK', 0, 0, 3600)
 const soakRate = bounded('BENCH_SOAK_RATE', 2000, 1, 100_000)
 const soakConnections = bounded('BENCH_SOAK_CONNECTIONS', 25, 1, 1000)
-const targets = new Set((process.env.BENCH_TARGETS ?? 'raw,durable,unstored,embedded,postgres').split(',').map((name) => name.trim()))
+const callgrindRoundS = bounded('BENCH_CALLGRIND_ROUND', 10, 1, 600)
+const callgrindBudgetS = bounded('BENCH_CALLGRIND_BUDGET', 900, 10, 7200)
+const targets = new Set((process.env.BENCH_TARGETS ?? TARGET_KEYS.join(',')).split(',').map((name) => name.trim()))
+for (const name of targets) if (!(TARGET_KEYS as readonly string[]).includes(name)) throw new Error(`BENCH_TARGETS: unknown target ${name}`)
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const profileDir = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : undefined
 const reportPath = resolve(REPO, process.env.BENCH_REPORT ?? 'docs/benchmarks.md')
+const pinningAsked = process.env.BENCH_PINNING ?? 'on'
+if (pinningAsked !== 'on' && pinningAsked !== 'off') throw new Error('BENCH_PINNING must be on or off')
 assertLoopback(databaseUrl)
+const counter: InstructionCounter = chooseCounter(process.env.BENCH_INSTRUCTIONS ?? 'auto')
 
-// A token for this run only: never printed, never written.
+// A token for this run only: never printed, never written (wrk gets it in its environment).
 const token = randomBytes(24).toString('base64url')
 const ids = new PlantIds()
-const pinned = TASKSET !== undefined && availableParallelism() >= 2 && pinSelf(1)
+const pinned = pinningAsked === 'on' && TASKSET !== undefined && availableParallelism() >= 2 && pinSelf(1)
 const SERVER_CORE = pinned ? 0 : undefined
+const GENERATOR_CORE = pinned ? 1 : undefined
 const pinning = pinned
-  ? 'each server process on CPU 0 (`taskset -c 0`), the load generator (this script, autocannon in-process) on CPU 1; PostgreSQL not pinned'
-  : 'none (taskset or a second core missing)'
+  ? 'each server process (all its threads) on CPU 0 (`taskset -c 0`), wrk and this script on CPU 1; PostgreSQL not pinned'
+  : `none (${pinningAsked === 'off' ? 'BENCH_PINNING=off' : 'taskset or a second core missing'})`
+
 /** The commit measured, and whether the service's sources differ from it (read-only git). */
 function revision(): string {
   try {
@@ -85,21 +98,11 @@ function revision(): string {
 const serviceRevision = revision()
 const temporary: string[] = []
 let exitCode = 0
-const RATE_LIMIT_MAX = 1_000_000_000
 
 /** Probe: one `POST /plants` with a new id, answered 200 with the Plant. */
 async function probe(url: string): Promise<string | undefined> {
   const answer = await postJson(`${url}/plants`, jsonHeaders(token), ids.body())
   return answer.status === 200 && answer.body === EXPECTED_BODY ? undefined : `status ${answer.status}: ${answer.body.slice(0, 200)}`
-}
-
-/**
- * Environment of a service process. The per-token rate limit is raised far above
- * what one run sends (not turned off), so its hook still runs on every request
- * and is measured, but a single-token load is not answered 429.
- */
-function serviceEnv(extra: Record<string, string> = {}): Record<string, string> {
-  return { NODE_ENV: 'production', PLANT_STORE_TOKENS: token, LOG_LEVEL: 'warn', RATE_LIMIT_MAX: String(RATE_LIMIT_MAX), DATA_DIR: freshDataDir(), ...extra }
 }
 
 function freshDataDir(): string {
@@ -108,79 +111,133 @@ function freshDataDir(): string {
   return dir
 }
 
-type Measured = Pick<TargetResult, 'load' | 'peakRssMb' | 'store'>
+/** How each target runs: its script, its environment, and where it stores. */
+interface Spec {
+  readonly title: string
+  readonly script: string
+  readonly store: 'sqlite' | 'postgres' | undefined
+  /** Whether it is the service (profiled with `BENCH_PROFILE`). */
+  readonly service: boolean
+}
 
+const SPECS: Record<TargetKey, Spec> = {
+  raw: { title: 'raw `node:http` (ceiling)', script: RAW_CEILING, store: undefined, service: false },
+  durable: { title: 'raw `node:http` + SQLite commit (SQLite durable ceiling)', script: RAW_CEILING, store: 'sqlite', service: false },
+  'durable-pg': { title: 'raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)', script: RAW_CEILING, store: 'postgres', service: false },
+  unstored: { title: 'service, database write skipped (ablation)', script: UNSTORED_SERVICE, store: undefined, service: true },
+  embedded: { title: 'service, embedded store', script: SERVICE, store: 'sqlite', service: true },
+  postgres: { title: 'service, PostgreSQL', script: SERVICE, store: 'postgres', service: true },
+}
+
+/**
+ * Environment of a target. The service's per-token rate limit is raised far above
+ * what one run sends (not turned off), so its hook still runs on every request and
+ * is measured, but a single-token load is not answered 429.
+ */
+function environment(key: TargetKey, extra: Record<string, string> = {}): Record<string, string> {
+  const spec = SPECS[key]
+  const storage: Record<string, string> = {}
+  if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
+  if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
+  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' } : {}
+  return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...extra }
+}
+
+const load = (server: ServerProcess, duration: number, connectionCount = connections): Promise<LoadSummary> =>
+  runLoad({ url: server.url, token, ids, connections: connectionCount, duration, ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }) })
+
+type Measured = Pick<TargetResult, 'load' | 'cpu' | 'instructions' | 'peakRssMb' | 'store'>
+
+/** Warm-up, then the measured run: wrk's counts, the server's CPU time (and instructions with perf) over it. */
 async function measure(server: ServerProcess): Promise<Measured> {
-  const options = { url: server.url, token, ids, connections, serverCpuSeconds: () => server.cpuSeconds() }
-  if (warmupS > 0) await runLoad({ ...options, duration: warmupS })
-  const before = await storeTotals(server.url)
-  const load = await runLoad({ ...options, duration: durationS })
-  const store = storeActivity(before, await storeTotals(server.url))
-  return { load, peakRssMb: server.peakRssMb(), ...(store === undefined ? {} : { store }) }
+  if (warmupS > 0) await load(server, warmupS)
+  const storeBefore = await storeTotals(server.url)
+  const stopPerf = counter.kind === 'perf' ? perfCount(server.pid) : undefined
+  if (stopPerf !== undefined) await new Promise((resolve) => setTimeout(resolve, 200)) // perf attaches
+  const cpuBefore = server.cpuTimes()
+  const measured = await load(server, durationS)
+  const cpuAfter = server.cpuTimes()
+  const instructionCount = await stopPerf?.()
+  const store = storeActivity(storeBefore, await storeTotals(server.url))
+  const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
+  const instructions: Instructions | undefined =
+    instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
+  return { load: measured, cpu, peakRssMb: server.peakRssMb(), ...(instructions === undefined ? {} : { instructions }), ...(store === undefined ? {} : { store }) }
 }
 
-/** Row titles of the report, by target. */
-const TITLES = {
-  raw: 'raw `node:http` (ceiling)',
-  durable: 'raw `node:http` + SQLite commit (durable ceiling)',
-  unstored: 'service, database write skipped (ablation)',
-  embedded: 'service, embedded store',
-  postgres: 'service, PostgreSQL',
-} as const satisfies Record<TargetResult['key'], string>
-
-/** The ceiling, or with a data directory the durable ceiling. */
-async function runRaw(key: 'raw' | 'durable'): Promise<TargetResult> {
-  const title = TITLES[key]
-  const env = { PLANT_STORE_TOKENS: token, ...(key === 'durable' ? { DATA_DIR: freshDataDir() } : {}) }
-  const server = await startServer({ script: RAW_CEILING, env, port: await freePort(), core: SERVER_CORE, probe })
-  try {
-    const readyRssMb = server.rssMb()
-    return { key, title, readyRssMb, ...(await measure(server)), readyMs: server.readyMs }
-  } finally {
-    await server.stop()
-  }
+/** Rows stored with the measured run's ids, for the targets that store. */
+async function storedRows(key: TargetKey, env: Record<string, string>, measured: LoadSummary): Promise<number | undefined> {
+  const store = SPECS[key].store
+  if (store === 'sqlite') return countSqliteRows(env.DATA_DIR!, measured.firstId, measured.idCount)
+  if (store === 'postgres') return countPostgresRows(databaseUrl, measured.firstId, measured.idCount)
+  return undefined
 }
 
-/** Starts the service, measures it, stops it, and starts it again on the same data. */
-async function runService(key: 'unstored' | 'embedded' | 'postgres'): Promise<TargetResult> {
-  const title = TITLES[key]
-  const script = key === 'unstored' ? UNSTORED_SERVICE : SERVICE
-  if (key === 'postgres') {
+/** Starts a target, measures it, stops it, and starts it again on the data it left (ready time). */
+async function runTarget(key: TargetKey): Promise<TargetResult> {
+  const { title, script, store, service } = SPECS[key]
+  if (!targets.has(key)) return { key, title, notRun: 'not selected (BENCH_TARGETS)' }
+  if (store === 'postgres') {
     const unavailable = await postgresUnavailable(databaseUrl)
     if (unavailable !== undefined) return { key, title, notRun: unavailable }
   }
-  const env = serviceEnv(key === 'postgres' ? { DATABASE_URL: databaseUrl } : {})
-  const nodeArgs = profileDir === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]
-  const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
-  let measured: Measured
-  const readyRssMb = first.rssMb()
+  process.stdout.write(`${title}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
+  const env = environment(key)
+  const nodeArgs = profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]
   try {
-    if (key === 'postgres' && !(await storedInPostgres(databaseUrl, ids.base + ids.issued - 1n))) {
-      return { key, title, notRun: 'the service answered, but its row is not in PostgreSQL: DATABASE_URL is not supported by this build' }
+    const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
+    let measured: Measured
+    const readyRssMb = first.rssMb()
+    try {
+      if (store === 'postgres' && !(await storedInPostgres(databaseUrl, ids.base + ids.issued - 1n))) {
+        return { key, title, notRun: 'it answered, but its row is not in PostgreSQL: DATABASE_URL is not supported by this build' }
+      }
+      measured = await measure(first)
+    } finally {
+      const stopped = await first.stop()
+      if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
     }
-    measured = await measure(first)
-  } finally {
-    const stopped = await first.stop()
-    if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
+    const rows = await storedRows(key, env, measured.load!)
+    const again = await startServer({ script, env, port: await freePort(), core: SERVER_CORE, probe })
+    await again.stop()
+    return { key, title, readyRssMb, ...measured, readyMs: again.readyMs, ...(rows === undefined ? {} : { storedRows: rows }) }
+  } catch (error) {
+    return { key, title, notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
   }
-  const again = await startServer({ script, env, port: await freePort(), core: SERVER_CORE, probe })
-  await again.stop()
-  return { key, title, readyRssMb, ...measured, readyMs: first.readyMs, readyAgainMs: again.readyMs }
 }
 
-async function runTarget(key: TargetResult['key']): Promise<TargetResult> {
-  if (!targets.has(key)) return { key, title: TITLES[key], notRun: 'not selected (BENCH_TARGETS)' }
-  process.stdout.write(`${TITLES[key]}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
+/**
+ * Instructions per request under callgrind: the target starts with instrumentation
+ * off (start-up is not counted), then rounds of load, each counted from zero,
+ * until two in a row agree (the JIT has settled) or the budget is spent.
+ */
+async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-callgrind-'))
+  temporary.push(dir)
+  // Under valgrind the event loop lags by design; load shedding would answer 503.
+  const env = environment(key, SPECS[key].service ? { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '3600000' } : {})
+  const deadline = performance.now() + callgrindBudgetS * 1000
+  const server = await startServer({ wrapper: callgrindWrapper(dir), script: SPECS[key].script, env, port: await freePort(), core: SERVER_CORE, probe, readyTimeoutMs: 600_000 })
   try {
-    return key === 'raw' || key === 'durable' ? await runRaw(key) : await runService(key)
-  } catch (error) {
-    return { key, title: TITLES[key], notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
+    callgrindControl(server.pid, 'on', dir)
+    const rounds: number[] = []
+    while (!settled(rounds) && performance.now() + callgrindRoundS * 1000 < deadline) {
+      callgrindControl(server.pid, 'zero', dir)
+      const round = await load(server, callgrindRoundS)
+      const count = callgrindControl(server.pid, 'dump', dir)!
+      if (round.responses > 0) rounds.push(count / round.responses)
+      process.stdout.write(`  callgrind round ${rounds.length}: ${round.responses} requests, ${Math.round(rounds.at(-1) ?? 0)} instructions per request\n`)
+    }
+    if (rounds.length === 0) return 'no request answered under callgrind'
+    return { perRequest: rounds.at(-1)!, how: 'callgrind', rounds, settled: settled(rounds) }
+  } finally {
+    await server.stop(30_000)
   }
 }
 
 async function soak(): Promise<string> {
   process.stdout.write(`soak: ${soakS} s at ${soakRate} req/s against the embedded service …\n`)
-  const server = await startServer({ script: SERVICE, env: serviceEnv(), port: await freePort(), core: SERVER_CORE, probe })
+  const server = await startServer({ script: SERVICE, env: environment('embedded'), port: await freePort(), core: SERVER_CORE, probe })
   try {
     const loadAtStart = loadavg()[0] ?? 0
     const samples = await runSoak({ server, token, ids, connections: soakConnections, seconds: soakS, rate: soakRate })
@@ -198,7 +255,7 @@ async function soak(): Promise<string> {
 async function cleanUp(): Promise<void> {
   killAll()
   for (const dir of temporary) rmSync(dir, { recursive: true, force: true })
-  if (targets.has('postgres') && (await postgresUnavailable(databaseUrl)) === undefined) {
+  if ((targets.has('postgres') || targets.has('durable-pg')) && (await postgresUnavailable(databaseUrl)) === undefined) {
     const removed = await removeBenchRows(databaseUrl, ids.base, ids.issued).catch(() => 0)
     if (removed > 0) process.stdout.write(`PostgreSQL: removed this run's ${removed} rows\n`)
   }
@@ -212,27 +269,47 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
+function summary(result: TargetResult): string {
+  const run = result.load
+  if (run === undefined) return `  not run: ${result.notRun}\n`
+  const cpu = result.cpu === undefined ? 'n/a' : `${(((result.cpu.user + result.cpu.system) * 1e6) / run.responses).toFixed(1)} µs`
+  return (
+    `  ${Math.round(run.requestsPerSecond)} req/s, p50 ${run.latencyMs.p50.toFixed(2)} ms, p99 ${run.latencyMs.p99.toFixed(2)} ms, ` +
+    `statuses ${JSON.stringify(run.statuses)}, errors ${run.errors}, wrong bodies ${run.wrongBodies}` +
+    (result.storedRows === undefined ? '' : `, stored ${result.storedRows}`) +
+    `, server CPU ${cpu} per request, wrk CPU ${run.generatorCpuPercent.toFixed(0)} %, peak RSS ${result.peakRssMb?.toFixed(1)} MB, ready on existing data ${result.readyMs?.toFixed(0)} ms` +
+    (result.store === undefined ? '\n' : `, ${result.store.transactions} store transactions of ${result.store.meanBatch.toFixed(1)} plants\n`)
+  )
+}
+
 try {
   const date = new Date()
   const loadAtStart = loadavg()[0] ?? 0
   const results: TargetResult[] = []
-  for (const key of ['raw', 'durable', 'unstored', 'embedded', 'postgres'] as const) {
+  for (const key of TARGET_KEYS) {
     const result = await runTarget(key)
     results.push(result)
-    const load = result.load
-    process.stdout.write(
-      load === undefined
-        ? `  not run: ${result.notRun}\n`
-        : `  ${Math.round(load.requestsPerSecond)} req/s, p50 ${load.latencyMs.p50} ms, p99 ${load.latencyMs.p99} ms, ` +
-            `statuses ${JSON.stringify(load.statuses)}, errors ${load.errors}, CPU server ${load.serverCpuPercent?.toFixed(0)} % / generator ${load.generatorCpuPercent.toFixed(0)} %, peak RSS ${result.peakRssMb?.toFixed(1)} MB, ready ${result.readyMs?.toFixed(0)} ms` +
-            (result.readyAgainMs === undefined ? '' : `, ready again ${result.readyAgainMs.toFixed(0)} ms`) +
-            (result.store === undefined ? '\n' : `, ${result.store.transactions} store transactions of ${result.store.meanBatch.toFixed(1)} plants, ${result.store.meanTransactionMs.toFixed(2)} ms each\n`),
-    )
-    if (targets.has(key) && key !== 'postgres' && load === undefined) exitCode = 1
+    process.stdout.write(summary(result))
+    if (targets.has(key) && SPECS[key].store !== 'postgres' && result.load === undefined) exitCode = 1
   }
   const loadAverage = [loadAtStart, loadavg()[0] ?? 0] as const
+  if (counter.kind === 'callgrind') {
+    for (const [index, result] of results.entries()) {
+      if (result.load === undefined) continue
+      process.stdout.write(`${result.title}: instructions under callgrind, rounds of ${callgrindRoundS} s, at most ${callgrindBudgetS} s …\n`)
+      const counted = await callgrindRun(result.key).catch((error: Error) => `failed: ${error.message.slice(0, 300)}`)
+      if (typeof counted === 'string') process.stdout.write(`  ${counted}\n`)
+      else results[index] = { ...result, instructions: counted }
+    }
+  }
   const soakSection = soakS > 0 ? await soak() : undefined
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage }
+  const instructions =
+    counter.kind === 'perf'
+      ? '`perf stat -e instructions -p <server pid>` over the measured run (user and kernel, all threads) ÷ responses'
+      : counter.kind === 'callgrind'
+        ? `a separate run of each target under \`valgrind --tool=callgrind\` (user space only, all threads; start-up not counted), rounds of ${callgrindRoundS} s of the same load until two agree within 2 % (the JIT has settled), the last round's count ÷ its responses`
+        : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, instructions }
   writeReport(reportPath, renderResults(date, settings, results), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {

@@ -4,17 +4,51 @@
  * of the process and latency of the window. A leak or a slowing store shows as a
  * difference between the first and the last third of the samples.
  *
- * The load is a series of back-to-back autocannon runs of one window each (same
- * id sequence, so ids still never repeat); between two windows the connections are
- * re-opened, a pause of a few milliseconds. autocannon's rate limit gives each
- * connection a quota per second, which it sends back to back at the start of the
- * second: the load comes in bursts of `rate` requests with at most `connections`
- * in flight, and latency includes that queueing.
+ * The load is autocannon's (programmatic API), not wrk's: a soak needs a fixed
+ * request rate, which Debian's wrk does not have (wrk2 is not packaged), and at a
+ * few thousand req/s autocannon uses a fraction of its core. The soak is a series of
+ * back-to-back autocannon runs of one window each (same id sequence, so ids still
+ * never repeat); between two windows the connections are re-opened, a pause of a
+ * few milliseconds. autocannon's rate limit gives each connection a quota per
+ * second, which it sends back to back at the start of the second: the load comes
+ * in bursts of `rate` requests with at most `connections` in flight, and latency
+ * includes that queueing.
+ *
+ * autocannon ships no typings (and `@types/autocannon` is not installed), so the
+ * part of its API used here is declared below and the CommonJS module is loaded
+ * with `createRequire`.
  *
  * @module
  */
-import { type PlantIds, runLoad } from './load.js'
+import { createRequire } from 'node:module'
+import { EXPECTED_BODY, jsonHeaders, type PlantIds } from './load.js'
 import type { ServerProcess } from './process.js'
+
+/** The options of autocannon used here (see its README, "API"). */
+interface AutocannonOptions {
+  url: string
+  connections: number
+  /** Seconds. */
+  duration: number
+  /** Requests per second across all connections. */
+  overallRate: number
+  /** Seconds before a request counts as a timeout (an error). */
+  timeout: number
+  /** Called with every response body; false counts a mismatch. */
+  verifyBody: (body: string) => boolean
+  requests: { method: string; path: string; headers: Record<string, string>; setupRequest: (request: object) => object }[]
+}
+
+/** The part of autocannon's result used here (latency in whole ms). */
+interface AutocannonResult {
+  latency: { p50: number; p99: number; max: number }
+  requests: { average: number }
+  errors: number
+  mismatches: number
+  non2xx: number
+}
+
+const autocannon = createRequire(import.meta.url)('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>
 
 /** One window of the soak. */
 export interface SoakSample {
@@ -54,13 +88,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakSample[]> {
   const windows = Math.max(3, Math.round(options.seconds / windowS))
   const samples: SoakSample[] = []
   for (let index = 0; index < windows; index++) {
-    const load = await runLoad({
+    const load = await autocannon({
       url: options.server.url,
-      token: options.token,
-      ids: options.ids,
       connections: options.connections,
       duration: windowS,
       overallRate: options.rate,
+      timeout: 10,
+      verifyBody: (body) => body === EXPECTED_BODY,
+      requests: [{ method: 'POST', path: '/plants', headers: jsonHeaders(options.token), setupRequest: (request) => ({ ...request, body: options.ids.body() }) }],
     })
     const rssMb = options.server.rssMb()
     if (rssMb === undefined) {
@@ -68,15 +103,16 @@ export async function runSoak(options: SoakOptions): Promise<SoakSample[]> {
     }
     samples.push({
       atS: (index + 1) * windowS,
-      requestsPerSecond: load.requestsPerSecond,
-      p50Ms: load.latencyMs.p50,
-      p99Ms: load.latencyMs.p99,
-      maxMs: load.latencyMs.max,
+      requestsPerSecond: load.requests.average,
+      p50Ms: load.latency.p50,
+      p99Ms: load.latency.p99,
+      maxMs: load.latency.max,
       errors: load.errors,
-      non2xx: load.non2xx + load.wrongBodies,
+      // A non-2xx body differs from the Plant too; autocannon counts both as mismatches.
+      non2xx: Math.max(load.non2xx, load.mismatches),
       rssMb,
     })
-    process.stdout.write(`  soak ${samples.at(-1)!.atS} s: ${Math.round(load.requestsPerSecond)} req/s, p99 ${load.latencyMs.p99} ms, RSS ${rssMb.toFixed(1)} MB\n`)
+    process.stdout.write(`  soak ${samples.at(-1)!.atS} s: ${Math.round(load.requests.average)} req/s, p99 ${load.latency.p99} ms, RSS ${rssMb.toFixed(1)} MB\n`)
   }
   return samples
 }
