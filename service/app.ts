@@ -2,8 +2,9 @@
  * Builds the Plant Store application from openapi.yaml; never listens (see
  * `server.ts` for the process). Tests build it too and use `inject` or `listen`.
  *
- * The path of one request (STYLE.md):
- * `onRequest` bearerAuth → rate limit → parse (exact JSON) → validate NewPlant →
+ * The path of one request:
+ * `onRequest` load shedding → bearerAuth (a failure counts against the client
+ * address) → per-token rate limit → parse (exact JSON) → validate NewPlant →
  * PlantService.createPlant → group commit → PlantRepository → store; any failure →
  * `errorHandler` → `Error` body.
  *
@@ -120,10 +121,10 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
 
   const metrics = new Metrics()
   registerOperations(app, store, metrics)
-  const limitRate = await registerProtection(app, config)
+  const limits = await registerProtection(app, config)
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
-  const contractRoutes = shapeContractRoutes(app, limitRate)
+  const contractRoutes = shapeContractRoutes(app, limits)
 
   const contract = loadContract()
   const writer = new GroupCommit(new PlantRepository(store), {

@@ -37,6 +37,8 @@ const environmentSchema = {
     RATE_LIMIT_MAX: { type: 'integer', minimum: 0, default: 6000 },
     RATE_LIMIT_WINDOW_MS: { type: 'integer', minimum: 1000, maximum: 86400000, default: 60000 },
     RATE_LIMIT_REDIS_URL: { type: 'string', pattern: '^rediss?://' },
+    AUTH_FAILURE_LIMIT_MAX: { type: 'integer', minimum: 0, default: 20 },
+    AUTH_FAILURE_LIMIT_WINDOW_MS: { type: 'integer', minimum: 1000, maximum: 86400000, default: 60000 },
     LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: { type: 'integer', minimum: 0, default: 1000 },
     LOAD_SHED_MAX_HEAP_BYTES: { type: 'integer', minimum: 0, default: 0 },
     CORS_ORIGINS: { type: 'string', default: '' },
@@ -96,6 +98,13 @@ export interface Config {
   readonly rateLimitWindowMs: number
   /** `RATE_LIMIT_REDIS_URL`: Redis shared by replicas for one budget per token; unset, per process. A secret. */
   readonly rateLimitRedisUrl: string | undefined
+  /**
+   * `AUTH_FAILURE_LIMIT_MAX`: failed authentications per window per client address
+   * (`request.ip`, see `TRUST_PROXY`); past it, failures are 429. 0 off.
+   */
+  readonly authFailureLimitMax: number
+  /** `AUTH_FAILURE_LIMIT_WINDOW_MS`: length of the failed-authentication window, in milliseconds. */
+  readonly authFailureLimitWindowMs: number
   /** `LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS`: mean event-loop delay above which requests get 503; 0 off. */
   readonly loadShedMaxEventLoopDelayMs: number
   /** `LOAD_SHED_MAX_HEAP_BYTES`: heap use above which requests get 503; 0 off. */
@@ -187,6 +196,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     rateLimitMax: raw.RATE_LIMIT_MAX as number,
     rateLimitWindowMs: raw.RATE_LIMIT_WINDOW_MS as number,
     rateLimitRedisUrl: raw.RATE_LIMIT_REDIS_URL as string | undefined,
+    authFailureLimitMax: raw.AUTH_FAILURE_LIMIT_MAX as number,
+    authFailureLimitWindowMs: raw.AUTH_FAILURE_LIMIT_WINDOW_MS as number,
     loadShedMaxEventLoopDelayMs: raw.LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS as number,
     loadShedMaxHeapBytes: raw.LOAD_SHED_MAX_HEAP_BYTES as number,
     corsOrigins: splitList(raw.CORS_ORIGINS as string),

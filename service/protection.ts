@@ -1,17 +1,20 @@
 /**
  * Third-party protections, kept apart from the application's own plugins
- * (STYLE.md, after fastify/demo): security headers (helmet), CORS, per-token rate
- * limiting, load shedding (under-pressure).
+ * (after fastify/demo): security headers (helmet), CORS, per-token rate
+ * limiting and the failed-authentication limit per client address
+ * (@fastify/rate-limit), load shedding (under-pressure).
  *
  * @module
  */
 import { createHash } from 'node:crypto'
+import { performance } from 'node:perf_hooks'
 import cors from '@fastify/cors'
-import rateLimit from '@fastify/rate-limit'
-import underPressure from '@fastify/under-pressure'
+import rateLimit, { normalizeIP } from '@fastify/rate-limit'
+import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import helmet from 'helmet'
 import type { Config } from './config.js'
+import { HttpError, ServiceUnavailableError } from './errors.js'
 
 /**
  * Security headers of JSON API responses (OWASP REST Security Cheat Sheet, "Security
@@ -29,18 +32,53 @@ export const API_SECURITY_HEADERS = {
 /** Settings of the protections. */
 export type ProtectionConfig = Pick<
   Config,
-  'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitRedisUrl' | 'loadShedMaxEventLoopDelayMs' | 'loadShedMaxHeapBytes' | 'corsOrigins'
+  | 'rateLimitMax'
+  | 'rateLimitWindowMs'
+  | 'rateLimitRedisUrl'
+  | 'authFailureLimitMax'
+  | 'authFailureLimitWindowMs'
+  | 'loadShedMaxEventLoopDelayMs'
+  | 'loadShedMaxHeapBytes'
+  | 'corsOrigins'
 >
 
 /**
- * Registers helmet's security headers, CORS (only when origins are configured) and under-pressure, and
- * prepares the rate limiter.
- *
- * @returns the per-token rate-limit hook to run after authentication on the
- *   contract's routes (429 with `Retry-After`, RFC 6585 §4), or `undefined` when
- *   rate limiting is off (`RATE_LIMIT_MAX=0`).
+ * The limits the contract's routes apply around authentication (`contract-routes.ts`).
+ * Both answer 429 with `Retry-After` (RFC 6585 §4) and the `Error` body; both are
+ * counted in one store, shared by replicas through Redis when configured.
  */
-export async function registerProtection(app: FastifyInstance, config: ProtectionConfig): Promise<onRequestAsyncHookHandler | undefined> {
+export interface RouteLimits {
+  /**
+   * Per-token rate limit, run after a successful authentication: every token has
+   * its own budget. `undefined` when off (`RATE_LIMIT_MAX=0`).
+   */
+  readonly limitToken: onRequestAsyncHookHandler | undefined
+  /**
+   * Counts one failed authentication against the request's client address
+   * (`request.ip`: the address the gateway forwards when `TRUST_PROXY` trusts it,
+   * else the socket's). Only failures are counted and only failures are refused,
+   * so a request with a valid token is never refused by it, whoever else fails
+   * from the same address. `undefined` when off (`AUTH_FAILURE_LIMIT_MAX=0`).
+   *
+   * @throws {HttpError} 429 with `Retry-After` once the address is past its budget
+   *   for the window; resolves (the caller answers 401) while it is not.
+   */
+  readonly countFailedAuthentication: ((request: FastifyRequest) => Promise<void>) | undefined
+}
+
+/** Message of a 503 of load shedding. */
+const OVERLOADED = 'The service is overloaded; retry later'
+
+/** How often under-pressure samples the event-loop delay, in milliseconds (its default). */
+const SAMPLE_INTERVAL_MS = 1000
+
+/**
+ * Registers helmet's security headers, CORS (only when origins are configured) and
+ * under-pressure, and prepares the rate limits.
+ *
+ * @returns the limits to apply around authentication on the contract's routes.
+ */
+export async function registerProtection(app: FastifyInstance, config: ProtectionConfig): Promise<RouteLimits> {
   // helmet's middleware, built once: @fastify/helmet 13 rebuilds it on every request
   // (11 % of the request path in the profile, docs/benchmarks.md).
   const securityHeaders = helmet({
@@ -83,14 +121,26 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     })
   }
 
+  // under-pressure samples the event loop from its registration on: the sample that
+  // covers a start-up stall (route and schema building on a slow machine) reads high,
+  // or infinite when the stall outlasted the interval. The samples taken until one
+  // whole interval has passed after ready may cover start-up, not traffic: they are
+  // not read as overload.
+  let readyAt = Number.POSITIVE_INFINITY
+  app.addHook('onReady', async () => {
+    readyAt = performance.now()
+  })
   await app.register(underPressure, {
     maxEventLoopDelay: config.loadShedMaxEventLoopDelayMs,
     maxHeapUsedBytes: config.loadShedMaxHeapBytes,
-    retryAfter: 1,
-    message: 'The service is overloaded; retry later',
+    sampleInterval: SAMPLE_INTERVAL_MS,
+    pressureHandler: (_request, _reply, type) => {
+      if (type === TYPE_EVENT_LOOP_DELAY && performance.now() < readyAt + 2 * SAMPLE_INTERVAL_MS) return
+      return Promise.reject(new ServiceUnavailableError(OVERLOADED))
+    },
   })
 
-  if (config.rateLimitMax === 0) return undefined
+  if (config.rateLimitMax === 0 && config.authFailureLimitMax === 0) return { limitToken: undefined, countFailedAuthentication: undefined }
   // ioredis is loaded only when configured (it costs start-up time and memory).
   const redis =
     config.rateLimitRedisUrl === undefined
@@ -99,8 +149,6 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
   if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {
     global: false,
-    max: config.rateLimitMax,
-    timeWindow: config.rateLimitWindowMs,
     ...(redis === undefined ? {} : { redis, nameSpace: 'plant-store-rate-limit:' }),
     // If Redis is unreachable, serve rather than refuse everyone (fail open).
     skipOnError: true,
@@ -108,7 +156,36 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     // headers fewer on the hot path.
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
-  return app.rateLimit({ keyGenerator: tokenKey })
+  return {
+    limitToken:
+      config.rateLimitMax === 0 ? undefined : app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey }),
+    countFailedAuthentication:
+      config.authFailureLimitMax === 0
+        ? undefined
+        : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
+  }
+}
+
+/**
+ * {@link RouteLimits.countFailedAuthentication} on a limiter of @fastify/rate-limit:
+ * each call counts one failure of the request's address.
+ */
+function failureLimit(limiter: ReturnType<FastifyInstance['createRateLimit']>): (request: FastifyRequest) => Promise<void> {
+  return async (request) => {
+    const counted = await limiter(request)
+    // (isAllowed is only true for an allow list, which is not configured.)
+    if (counted.isAllowed || !counted.isExceeded) return
+    const seconds = Math.max(1, counted.ttlInSeconds)
+    throw new HttpError(429, `Too many failed authentications from this address; retry in ${seconds} seconds`, { 'retry-after': String(seconds) })
+  }
+}
+
+/**
+ * Failed-authentication key: the client address as @fastify/rate-limit normalizes
+ * it (IPv4-mapped IPv6 as IPv4, IPv6 by /64 network), apart from the token keys.
+ */
+function addressKey(request: FastifyRequest): string {
+  return `auth-failure:${normalizeIP(request.ip)}`
 }
 
 const tokenKeys = new Map<string, string>()

@@ -211,3 +211,19 @@ t.test('limits, timeouts and switches of the operations issue are read and typed
     t.match(configError({ [variable]: 'mysql://nope' }).message, new RegExp(variable))
   }
 })
+
+t.test('the failed-authentication limit: 20 per minute per address by default, 0 turns it off, invalid values named', async (t) => {
+  t.match(loadConfig({}), { authFailureLimitMax: 20, authFailureLimitWindowMs: 60000 })
+  t.match(loadConfig({ AUTH_FAILURE_LIMIT_MAX: '0' }), { authFailureLimitMax: 0 })
+  t.match(loadConfig({ AUTH_FAILURE_LIMIT_MAX: '5', AUTH_FAILURE_LIMIT_WINDOW_MS: '900000' }), { authFailureLimitMax: 5, authFailureLimitWindowMs: 900000 })
+  for (const [variable, value] of [
+    ['AUTH_FAILURE_LIMIT_MAX', '-1'],
+    ['AUTH_FAILURE_LIMIT_MAX', 'ten'],
+    ['AUTH_FAILURE_LIMIT_MAX', '2.5'],
+    ['AUTH_FAILURE_LIMIT_WINDOW_MS', '999'],
+    ['AUTH_FAILURE_LIMIT_WINDOW_MS', '86400001'],
+    ['AUTH_FAILURE_LIMIT_WINDOW_MS', '0'],
+  ]) {
+    t.match(configError({ [variable!]: value }).message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`), `${variable}=${value}`)
+  }
+})

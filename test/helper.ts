@@ -73,11 +73,18 @@ export const OTHER_TOKEN = 'rotated-token-0123456789abcdef'
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
 /**
+ * Limits that tests other than their own must not meet: many requests from one
+ * address and token (rate limits), and the event-loop delay of a busy test machine
+ * (load shedding). A test of a limit turns it on in its overrides.
+ */
+export const LIMITS_OFF = { RATE_LIMIT_MAX: '0', AUTH_FAILURE_LIMIT_MAX: '0', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' } as const
+
+/**
  * The configuration of a test app: `loadConfig`'s defaults (one place for them),
- * both test tokens, rate limiting off unless a test turns it on, then `overrides`.
+ * both test tokens, {@link LIMITS_OFF}, then `overrides`.
  */
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
-  return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, RATE_LIMIT_MAX: '0' }), ...overrides }
+  return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }), ...overrides }
 }
 
 /** Options to open a store directly in a test: the test defaults, then `overrides`. */

@@ -28,7 +28,7 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
 t.test('a contract route without security or body is left as glue built it', async (t) => {
   const handler = async () => 'ok'
   const route = { method: 'GET', url: '/open', handler, schema: {} } as RouteOptions
-  authenticateFirst(route, undefined)
+  authenticateFirst(route, { limitToken: undefined, countFailedAuthentication: undefined })
   requireBody(route)
   t.equal(route.onRequest, undefined)
   t.equal(route.preValidation, undefined)
@@ -39,7 +39,7 @@ t.test('security moves to onRequest, after existing hooks and before the rate li
   const security = async () => {}
   const limit = async () => {}
   const route = { method: 'POST', url: '/x', handler: existing, onRequest: existing, preHandler: security } as RouteOptions
-  authenticateFirst(route, limit)
+  authenticateFirst(route, { limitToken: limit, countFailedAuthentication: undefined })
   t.same(route.onRequest, [existing, security, limit])
   t.equal(route.preHandler, undefined)
 })

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type Server, type Socket, connect } from 'node:net'
-import type { TestContext } from './helper.js'
+import { LIMITS_OFF, type TestContext } from './helper.js'
 
 /** A running service process. */
 export interface ServiceProcess {
@@ -84,11 +84,11 @@ function inherited(): Record<string, string | undefined> {
 
 /**
  * Spawns `service/server.ts` with the given environment on top of the inherited
- * one, on loopback and a free port.
+ * one, on loopback, a free port and {@link LIMITS_OFF} (a test of a limit sets it).
  */
 function spawnService(env: Record<string, string>): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
-    env: { ...inherited(), HOST: '127.0.0.1', PORT: '0', ...env },
+    env: { ...inherited(), HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
