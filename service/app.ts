@@ -110,7 +110,11 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     }
   })
 
-  const store = openStore({ ...config, onConnectionError: (err) => app.log.warn({ err }, 'store connection lost') })
+  const store = openStore({
+    ...config,
+    onConnectionError: (err) => app.log.warn({ err }, 'store connection lost'),
+    onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
+  })
   app.addHook('onClose', () => store.close())
   try {
     if (config.migrateOnStart) await migrateToLatest(store)

@@ -63,12 +63,19 @@ export async function startService(t: TestContext, env: Record<string, string>):
   }
 }
 
+/** Who a service process runs as: a user and group id other than the test's (e.g. 65534, nobody). */
+export interface RunAs {
+  readonly uid: number
+  readonly gid: number
+}
+
 /**
  * Runs the service until it exits by itself (a start that must fail).
+ * @param runAs - user and group to run it as; the test's own when omitted.
  * @returns its exit code and its output.
  */
-export async function runToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const { child, output } = spawnService(env)
+export async function runToExit(env: Record<string, string>, runAs?: RunAs): Promise<{ code: number | null; output: string }> {
+  const { child, output } = spawnService(env, runAs)
   const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
 }
@@ -86,10 +93,11 @@ function inherited(): Record<string, string | undefined> {
  * Spawns `service/server.ts` with the given environment on top of the inherited
  * one, on loopback, a free port and {@link LIMITS_OFF} (a test of a limit sets it).
  */
-function spawnService(env: Record<string, string>): { child: ChildProcess; output: () => string } {
+function spawnService(env: Record<string, string>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
     env: { ...inherited(), HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    ...runAs,
   })
   let output = ''
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))

@@ -34,12 +34,29 @@ t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"
   }
 })
 
-t.test('SQLite: a database locked by another connection is "unavailable"; other errors are not', async (t) => {
+t.test('SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors are not', async (t) => {
   const store = openStore(storeOptions({ dataDir: t.testdir() }))
   t.teardown(() => store.close())
-  t.ok(store.isUnavailable(Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' })))
-  t.notOk(store.isUnavailable(Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })))
-  t.notOk(store.isUnavailable(new Error('no code')))
+  const error = (message: string, code: string) => Object.assign(new Error(message), { code })
+  for (const unavailable of [
+    error('database is locked', 'SQLITE_BUSY'),
+    error('database or disk is full', 'SQLITE_FULL'),
+    error('disk I/O error', 'SQLITE_IOERR_WRITE'),
+    error('disk I/O error', 'SQLITE_IOERR_FSYNC'),
+    error('disk I/O error', 'SQLITE_IOERR_SHMSIZE'),
+    error('disk I/O error', 'SQLITE_IOERR'),
+  ]) {
+    t.ok(store.isUnavailable(unavailable), unavailable.code)
+  }
+  for (const fault of [
+    error('UNIQUE constraint failed', 'SQLITE_CONSTRAINT_PRIMARYKEY'),
+    error('file is not a database', 'SQLITE_NOTADB'),
+    error('attempt to write a readonly database', 'SQLITE_READONLY'),
+    new Error('no code'),
+    Object.assign(new Error('not a string code'), { code: 13 }),
+  ]) {
+    t.notOk(store.isUnavailable(fault), fault.message)
+  }
 })
 
 t.test('migrations apply up and roll back down', async (t) => {
