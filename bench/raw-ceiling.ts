@@ -112,7 +112,7 @@ async function postgresWriter(databaseUrl: string): Promise<Writer> {
   const store = openStore({ ...config, databaseUrl, onConnectionError: () => undefined })
   await migrateToLatest(store)
   await store.close()
-  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.poolSize })
+  const pool = new pg.Pool({ connectionString: databaseUrl, max: config.databasePoolSize })
   pool.on('error', () => undefined) // an idle connection dropped; the next query opens another
   let queue: Pending[] = []
   let inFlight = 0
@@ -129,7 +129,7 @@ async function postgresWriter(databaseUrl: string): Promise<Writer> {
     for (const plant of batch) plant.done(failed)
   }
   const schedule = (): void => {
-    if (scheduled || inFlight >= config.poolSize || queue.length === 0) return
+    if (scheduled || inFlight >= config.databasePoolSize || queue.length === 0) return
     scheduled = true
     setImmediate(() => {
       scheduled = false

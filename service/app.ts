@@ -23,17 +23,31 @@ import { loadContract } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
-import { Metrics, registerOperations } from './operations.js'
+import { registerMetrics } from './metrics.js'
 import { PlantService } from './plant-service.js'
-import { registerProtection } from './protection.js'
+import { registerProbes } from './probes.js'
+import { type ProtectionConfig, registerProtection } from './protection.js'
 import { Security } from './security.js'
-import { openStore } from './store/database.js'
+import { openStore, type StoreOptions } from './store/database.js'
 import { GroupCommit } from './store/group-commit.js'
 import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
 
-/** The part of {@link Config} the application needs (the process-level rest is `server.ts`'s). */
-export type AppConfig = Omit<Config, 'environment' | 'host' | 'port' | 'tokenGenerated' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs'>
+/** The part of {@link Config} the application reads; the process's part is `server.ts`'s. */
+export type AppConfig = Pick<
+  Config,
+  | 'tokens'
+  | 'bodyLimit'
+  | 'trustProxy'
+  | 'keepAliveTimeoutMs'
+  | 'requestTimeoutMs'
+  | 'headersTimeoutMs'
+  | 'connectionTimeoutMs'
+  | 'migrateOnStart'
+  | 'groupCommitMaxBatch'
+> &
+  Omit<StoreOptions, 'onConnectionError' | 'onWriteFailure'> &
+  ProtectionConfig
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
@@ -49,7 +63,7 @@ function requestId(request: IncomingMessage): string {
 
 /**
  * Creates the application: a Fastify instance with the contract's routes, security,
- * validation, serialization, Swagger UI, operations endpoints, protections and the
+ * validation, serialization, Swagger UI, probes, metrics, protections and the
  * migrated store. Not yet listening.
  *
  * @param config - see {@link AppConfig}; `loadConfig` gives every default.
@@ -77,10 +91,10 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     // Requests rejected before any route runs get the Error body too.
     clientErrorHandler,
     frameworkErrors,
-    // Draining is answered by registerOperations with the contract's Error body.
+    // Draining is answered by registerProbes with the contract's Error body.
     return503OnClosing: false,
     ajv: {
-      // No coercion: a string is not an integer, null is not a string (issue: strict validation).
+      // No coercion: a string is not an integer, null is not a string (openapi.yaml, "Integers").
       customOptions: { coerceTypes: false },
       // Runs after ajv-formats, so the exact int64 check replaces its Number.isInteger one.
       onCreate: (ajv) => ajv.addFormat('int64', int64Format),
@@ -123,30 +137,28 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     throw error
   }
 
-  const metrics = new Metrics()
-  registerOperations(app, store, metrics)
+  registerProbes(app, store)
+  const metrics = registerMetrics(app)
   const limits = await registerProtection(app, config)
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
-  const contractRoutes = shapeContractRoutes(app, limits)
-
   const contract = loadContract()
+  shapeContractRoutes(app, contract, limits)
   const writer = new GroupCommit(new PlantRepository(store), {
     maxBatch: config.groupCommitMaxBatch,
-    maxInFlight: store.dialect === 'sqlite' ? 1 : config.poolSize,
+    maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,
     onBatch: (size, seconds, failed) => {
       metrics.batchSize.observe(size)
       metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
     },
   })
   await app.register(openapiGlue, {
-    specification: structuredClone(contract),
+    specification: contract,
     serviceHandlers: new PlantService(writer, (outcome) => metrics.creates.inc({ outcome })),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
-  contractRoutes.addMethodNotAllowed()
 
-  await app.register(swagger, { mode: 'static', specification: { document: contract as never } })
+  await app.register(swagger, { mode: 'static', specification: { document: contract } })
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
     // Without a trailing slash @fastify/swagger-ui links its assets from the root

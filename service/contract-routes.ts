@@ -5,44 +5,55 @@
  * - authentication before the body is read, with the failed-authentication and
  *   per-token limits around it ({@link authenticateFirst});
  * - a required request body ({@link requireBody});
- * - 405 with `Allow` for the other methods on a contract path (RFC 9110 §15.5.6).
+ * - 405 with `Allow` for the other methods on a contract path ({@link addMethodNotAllowed}).
  *
  * @module
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest, HTTPMethods, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
+import type { OpenApiDocument } from './contract.js'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from './errors.js'
 import type { RouteLimits } from './protection.js'
 
-const ALL_METHODS: HTTPMethods[] = ['DELETE', 'GET', 'HEAD', 'PATCH', 'POST', 'PUT', 'OPTIONS']
-
 /**
- * Hooks into route registration; register glue after calling it.
+ * Shapes the contract's routes; call it before glue registers them. Each route
+ * glue adds with an `operationId` is changed as it is added (`onRoute`); the 405
+ * routes are added at once, from the contract's paths.
  *
+ * @param contract - the document glue builds the routes from.
  * @param limits - the limits around authentication (`registerProtection`).
- * @returns `addMethodNotAllowed()`, to call once glue has registered the contract's routes.
  */
-export function shapeContractRoutes(app: FastifyInstance, limits: RouteLimits): { addMethodNotAllowed(): void } {
-  const methodsByUrl = new Map<string, HTTPMethods[]>()
+export function shapeContractRoutes(app: FastifyInstance, contract: OpenApiDocument, limits: RouteLimits): void {
   app.addHook('onRoute', (route) => {
     if (route.schema?.operationId === undefined) return
     authenticateFirst(route, limits)
     requireBody(route)
-    methodsByUrl.set(route.url, [...(methodsByUrl.get(route.url) ?? []), ...[route.method].flat()])
   })
-  return {
-    addMethodNotAllowed: () => {
-      for (const [url, methods] of methodsByUrl) {
-        const allow = [...methods].sort().join(', ')
-        app.route({
-          method: ALL_METHODS.filter((method) => !methods.includes(method)),
-          url,
-          schema: { hide: true },
-          handler: async () => {
-            throw new HttpError(405, `Method not allowed; ${url} allows ${allow}`, { allow })
-          },
-        })
-      }
-    },
+  addMethodNotAllowed(app, contract)
+}
+
+/** The methods Fastify routes by default. */
+const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const
+type Method = (typeof METHODS)[number]
+
+/**
+ * For each path of the contract, answers the methods it has no operation for with
+ * 405, `Allow` listing those it has (RFC 9110 §15.5.6), and the `Error` body. HEAD
+ * is allowed where GET is: Fastify answers it (RFC 9110 §9.3.2).
+ */
+export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocument): void {
+  for (const [path, item = {}] of Object.entries(contract.paths)) {
+    const operations = new Set<Method>(METHODS.filter((method) => item[method.toLowerCase() as Lowercase<Method>]?.operationId !== undefined))
+    if (operations.has('GET')) operations.add('HEAD')
+    const allow = [...operations].sort().join(', ')
+    app.route({
+      method: METHODS.filter((method) => !operations.has(method)),
+      // Path templates as glue turns them into Fastify's: `{id}` is `:id`.
+      url: path.replace(/{(\w+)}/g, ':$1'),
+      schema: { hide: true },
+      handler: async () => {
+        throw new HttpError(405, `Method not allowed; ${path} allows ${allow}`, { allow })
+      },
+    })
   }
 }
 
@@ -53,7 +64,7 @@ export function shapeContractRoutes(app: FastifyInstance, limits: RouteLimits): 
  * whatever it carries, and no unauthenticated body is ever parsed. A failure is
  * counted against the client address first (429 past its budget, else the 401);
  * the per-token rate limit runs after a success, so it counts authenticated
- * requests only. A route without security (none in openapi.yaml today) is left as it is.
+ * requests only. A route without security is left as it is.
  *
  * @param route - a route of the contract; glue's security check must be an async
  *   hook (it is: it resolves, or rejects with the 401).

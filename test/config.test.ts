@@ -2,13 +2,15 @@
  * Unit tests of `loadConfig` (service/config.ts), a pure function of an environment
  * object: defaults, bearer tokens from `PLANT_STORE_TOKENS` and
  * `PLANT_STORE_TOKENS_FILE`, secrets never echoed, production refusing to start
- * without tokens, invalid variables named.
+ * without tokens, invalid variables named; and README.md's configuration table,
+ * which is the settings' schema.
  *
  * @module
  */
+import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig } from '../service/config.js'
+import { ConfigError, loadConfig, settingsSchema } from '../service/config.js'
 
 const A = 'token-a-0123456789abcdef'
 const B = 'token-b-0123456789abcdef'
@@ -27,7 +29,7 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
 
 t.test('defaults: development on 127.0.0.1:3000, data in ./data, 64 KiB bodies, info logs, 10 s grace', async (t) => {
   t.match(loadConfig({}), {
-    environment: 'development',
+    nodeEnv: 'development',
     host: '127.0.0.1',
     port: 3000,
     dataDir: 'data',
@@ -50,7 +52,7 @@ t.test('variables are read, typed and validated', async (t) => {
     PLANT_STORE_TOKENS: A,
   }
   t.match(loadConfig(env), {
-    environment: 'production',
+    nodeEnv: 'production',
     host: '0.0.0.0',
     port: 0,
     dataDir: '/var/lib/plants',
@@ -156,9 +158,31 @@ t.test('DATABASE_URL_FILE is read and trimmed; unreadable or not a postgres:// U
 
 t.test('TRUST_PROXY is false by default, true/false, or a list of addresses and CIDRs', async (t) => {
   t.equal(loadConfig({}).trustProxy, false)
+  t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false)
   t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
   t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
-  for (const value of ['gateway.local', ' , ', 'yes', '10.0.0.0/8;rm', '2', '1,10.0.0.1']) {
+  const valid = ['0.0.0.0/0', '192.168.1.7', '172.16.0.0/12', '10.0.0.1/32', '2001:db8::1', '2001:db8::/32', '::/0', '::1/128', '::ffff:10.0.0.1', 'fe80::1:2:3:4']
+  t.strictSame(loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy, valid)
+  for (const value of [
+    'gateway.local',
+    ' , ',
+    'yes',
+    '10.0.0.0/8;rm',
+    '2',
+    '1,10.0.0.1',
+    '999.1.1.1',
+    '10.0.0.256',
+    '10.0.0',
+    ':::',
+    '2001:db8:::1',
+    '10.0.0.0/99',
+    '10.0.0.0/33',
+    '::/129',
+    '10.0.0.0/',
+    '10.0.0.0/-1',
+    '10.0.0.0/8/8',
+    '10.0.0.0/0x8',
+  ]) {
     t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
   }
 })
@@ -169,7 +193,7 @@ t.test('SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS', async (
   t.match(configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message, /SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS/)
 })
 
-t.test('limits, timeouts and switches of the operations issue are read and typed', async (t) => {
+t.test('limits, timeouts, pool and switches are read and typed', async (t) => {
   t.match(
     loadConfig({
       RATE_LIMIT_MAX: '0',
@@ -200,9 +224,9 @@ t.test('limits, timeouts and switches of the operations issue are read and typed
       headersTimeoutMs: 5000,
       connectionTimeoutMs: 90000,
       groupCommitMaxBatch: 1,
-      poolSize: 4,
-      statementTimeoutMs: 250,
-      connectTimeoutMs: 100,
+      databasePoolSize: 4,
+      databaseStatementTimeoutMs: 250,
+      databaseConnectTimeoutMs: 100,
       migrateOnStart: false,
     },
   )
@@ -226,4 +250,18 @@ t.test('the failed-authentication limit: 20 per minute per address by default, 0
   ]) {
     t.match(configError({ [variable!]: value }).message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`), `${variable}=${value}`)
   }
+})
+
+t.test("README.md's configuration table lists every setting with the schema's default and description", async (t) => {
+  const header = '| Variable | Default | Meaning |'
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').split('\n')
+  const start = readme.indexOf(header)
+  t.not(start, -1, `README.md has the table ("${header}")`)
+  const end = readme.findIndex((line, index) => index > start && !line.startsWith('|'))
+  const rows = Object.entries(settingsSchema.properties).map(([name, schema]) => {
+    const fallback = 'default' in schema && schema.default !== '' ? `\`${String(schema.default)}\`` : ''
+    const cells = [`\`${name}\``, fallback, schema.description]
+    return `|${cells.map((cell) => (cell === '' ? ' ' : ` ${cell} `)).join('|')}|`
+  })
+  t.strictSame(readme.slice(start, end), [header, '|---|---|---|', ...rows], 'the table as the schema (service/config.ts) states it')
 })

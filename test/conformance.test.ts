@@ -39,6 +39,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { CONTRACT_URL, loadContract } from '../service/contract.js'
@@ -160,15 +161,15 @@ const { url: service } = await listen(t)
 const degraded = await listen(t, {
   databaseUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
   migrateOnStart: false,
-  connectTimeoutMs: 1000,
+  databaseConnectTimeoutMs: 1000,
   rateLimitMax: 1,
 })
 // The canary: a contract whose Plant requires a property the service never sends, and without 409.
 const canaryDir = mkdtempSync(join(tmpdir(), 'plant-store-canary-'))
 t.teardown(() => rmSync(canaryDir, { recursive: true, force: true }))
-const mutated = loadContract() as { components: { schemas: { Plant: { required: string[] } } }; paths: { '/plants': { post: { responses: Record<string, unknown> } } } }
-mutated.components.schemas.Plant.required.push('colour')
-delete mutated.paths['/plants'].post.responses['409']
+const mutated = loadContract()
+;(mutated.components!.schemas!.Plant as OpenAPIV3.SchemaObject).required!.push('colour')
+delete mutated.paths['/plants']!.post!.responses['409']
 writeFileSync(join(canaryDir, 'openapi.yaml'), stringify(mutated))
 
 const [strict, lenient, strictDegraded, canary] = await Promise.all([

@@ -116,7 +116,7 @@ function resolve(pointer: string): Record<string, unknown> {
   return pointer
     .slice(2)
     .split('/')
-    .reduce<Record<string, unknown>>((node, part) => node[part.replace(/~1/g, '/').replace(/~0/g, '~')] as Record<string, unknown>, contract)
+    .reduce<unknown>((node, part) => (node as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')], contract) as Record<string, unknown>
 }
 
 /**

@@ -47,7 +47,7 @@ t.test('two replicas on one database: the same id is stored once; identical cont
 t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated', async (t) => {
   const { url, client } = await postgresSchema(t)
   const proxy = await cuttableProxy(t, url)
-  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: proxy.url, connectTimeoutMs: 300, poolSize: 4 }))
+  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 }))
   t.teardown(() => app.close())
   const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: `plant ${id}` } })
 
@@ -149,7 +149,7 @@ t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the 
 
 t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; with the pool exhausted past DATABASE_CONNECT_TIMEOUT_MS readiness is 503; creates queued behind wait at most that long', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url, poolSize: 1, statementTimeoutMs: 400, connectTimeoutMs: 100 }))
+  const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url, databasePoolSize: 1, databaseStatementTimeoutMs: 400, databaseConnectTimeoutMs: 100 }))
   t.teardown(() => app.close())
   const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: 'Ficus' } })
   // Another session holds the row of id 1, uncommitted: the service's INSERT of id 1

@@ -17,21 +17,16 @@ import { open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely'
-import { ConfigError } from '../config.js'
+import { type Config, ConfigError } from '../config.js'
 import type { StoreSchema } from './schema.js'
 
-/** Where the store lives and how to reach it. */
-export interface StoreOptions {
-  /** Directory of the embedded store; created when missing. Unused with PostgreSQL. */
-  readonly dataDir: string
-  /** `postgres://…` URL; when set, PostgreSQL replaces the embedded store. A secret: never logged. */
-  readonly databaseUrl?: string | undefined
-  /** Most PostgreSQL connections this process opens. */
-  readonly poolSize: number
-  /** Milliseconds a PostgreSQL statement may run before the server cancels it. */
-  readonly statementTimeoutMs: number
-  /** Milliseconds to wait for a PostgreSQL connection (new, or free in a full pool). */
-  readonly connectTimeoutMs: number
+/**
+ * Where the store lives and how to reach it: `dataDir` (created when missing; unused
+ * with PostgreSQL), and `databaseUrl` (a secret, never logged) with its pool's
+ * settings, which select PostgreSQL instead of the embedded store.
+ */
+export interface StoreOptions
+  extends Pick<Config, 'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'> {
   /** Told of PostgreSQL connection errors not tied to a query (a dropped connection). */
   readonly onConnectionError: (error: Error) => void
   /**
@@ -287,9 +282,9 @@ function openPostgres(options: StoreOptions): Store {
         const { default: pg } = await import('pg')
         const pool = new pg.Pool({
           connectionString: options.databaseUrl,
-          max: options.poolSize,
-          statement_timeout: options.statementTimeoutMs,
-          connectionTimeoutMillis: options.connectTimeoutMs,
+          max: options.databasePoolSize,
+          statement_timeout: options.databaseStatementTimeoutMs,
+          connectionTimeoutMillis: options.databaseConnectTimeoutMs,
         })
         // A connection that the server drops emits 'error': on the pool while idle, on
         // the client while checked out (pg only listens on idle ones). Unheard, either

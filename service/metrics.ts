@@ -1,0 +1,69 @@
+/**
+ * Prometheus metrics (prom-client) at `GET /metrics`, outside the contract and hidden
+ * from Swagger UI. No plant data, no token; keep it off the public routes (README.md,
+ * "Operate").
+ *
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+
+/**
+ * The service's metrics and the standard process metrics (CPU, memory, event loop,
+ * GC), in a registry of their own: several apps in one process do not collide.
+ */
+export class Metrics {
+  readonly registry = new Registry()
+  /** Request latency in seconds by method, route and status; its `_count` is the request count. */
+  readonly requestDuration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request latency in seconds, by method, route and status code',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+    registers: [this.registry],
+  })
+  /** Outcomes of createPlant: created, replayed, conflict. */
+  readonly creates = new Counter({
+    name: 'plant_store_creates_total',
+    help: 'createPlant outcomes: created (stored now), replayed (idempotent replay), conflict (409)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  })
+  /** Store transaction latency in seconds, by result. */
+  readonly storeDuration = new Histogram({
+    name: 'plant_store_store_transaction_seconds',
+    help: 'Latency of one store transaction (one group-commit batch) in seconds, by result',
+    labelNames: ['result'] as const,
+    buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5],
+    registers: [this.registry],
+  })
+  /** Plants per store transaction. */
+  readonly batchSize = new Histogram({
+    name: 'plant_store_group_commit_batch_size',
+    help: 'Plants written per store transaction (group commit)',
+    buckets: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000],
+    registers: [this.registry],
+  })
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry })
+  }
+}
+
+/**
+ * Serves `GET /metrics` (Prometheus text format) and times every request into
+ * {@link Metrics.requestDuration} (route `unmatched` for a 404).
+ *
+ * @returns the metrics, for the parts that count what they do.
+ */
+export function registerMetrics(app: FastifyInstance): Metrics {
+  const metrics = new Metrics()
+  app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+  })
+  return metrics
+}
