@@ -20,18 +20,27 @@ export interface ServiceProcess {
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>
   /**
-   * Waits until the output matches (at most 10 s), for what the process writes
-   * after it listens.
-   * @returns the match. @throws when it does not come.
+   * Waits until the output matches, for what the process writes after it listens.
+   * @returns the match. @throws when the process exits first, or after
+   *   {@link OUTPUT_DEADLINE_MS} (a guard against a hung process, not a speed limit).
    */
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
 /**
+ * How long a wait on the output of a service process may last before it fails.
+ * Generous on purpose: a start that takes 2 s on an idle machine takes 20 s or more
+ * on a busy one (every module goes through the TypeScript loader), and a test must
+ * not depend on an idle machine. tap's own per-file timeout is the outer bound.
+ */
+export const OUTPUT_DEADLINE_MS = 120000
+
+/**
  * Spawns `service/server.ts` with the given environment (on top of a minimal
  * one: PATH, NODE_OPTIONS for coverage) and waits until it listens.
  *
- * @throws when the process exits before listening, or does not listen in 15 s.
+ * @throws when the process exits before listening, or does not listen within
+ *   {@link OUTPUT_DEADLINE_MS}.
  */
 export async function startService(t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
@@ -45,17 +54,31 @@ export async function startService(t: TestContext, env: Record<string, string>):
     const [code] = (await exited) as [number | null]
     return code
   }
-  const waitFor = async (pattern: RegExp, timeoutMs = 10000) => {
-    const deadline = Date.now() + timeoutMs
-    while (Date.now() < deadline && child.exitCode === null) {
-      const match = pattern.exec(output())
-      if (match) return match
-      await new Promise((resolve) => setTimeout(resolve, 25))
-    }
-    throw new Error(`no ${pattern} in the output:\n${output()}`)
-  }
+  let closed = false
+  child.on('close', () => (closed = true))
+  // Checked on every chunk the process writes (after output() has it) and when it exits.
+  const waitFor = (pattern: RegExp) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const check = () => {
+        const match = pattern.exec(output())
+        if (match) finish(() => resolve(match))
+        else if (closed) finish(() => reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}); no ${pattern} in its output:\n${output()}`)))
+      }
+      const timer = setTimeout(() => finish(() => reject(new Error(`no ${pattern} in the output within ${OUTPUT_DEADLINE_MS} ms:\n${output()}`))), OUTPUT_DEADLINE_MS)
+      const finish = (settle: () => void) => {
+        clearTimeout(timer)
+        child.stdout!.off('data', check)
+        child.stderr!.off('data', check)
+        child.off('close', check)
+        settle()
+      }
+      child.stdout!.on('data', check)
+      child.stderr!.on('data', check)
+      child.on('close', check)
+      check()
+    })
   try {
-    const [, url] = await waitFor(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/, 15000)
+    const [, url] = await waitFor(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     return { child, url: url!, output, stop, waitFor }
   } catch (error) {
     child.kill('SIGKILL')
