@@ -35,7 +35,6 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -43,7 +42,7 @@ import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { CONTRACT_URL, loadContract } from '../service/contract.js'
-import { listen, TOKEN, type TestContext } from './helper.js'
+import { closedPort, listen, TOKEN, type TestContext } from './helper.js'
 
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
@@ -141,16 +140,6 @@ function cases(id: number): Case[] {
     { name: '415 text/plain', status: 415, validRequest: false, init: { headers: { ...bearer, 'content-type': 'text/plain' }, body: '{"id":1,"name":"x"}' } },
     { name: '415 no body, no content type', status: 415, validRequest: false, init: { headers: bearer } },
   ]
-}
-
-/** A loopback port nothing listens on (taken from the OS, then released). */
-async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 // Four Prism processes start in parallel; on a busy 2-CPU runner that can outlast tap's default 30 s.

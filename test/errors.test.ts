@@ -6,15 +6,11 @@
  *
  * @module
  */
-import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
-import SQLite from 'better-sqlite3'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import pg from 'pg'
 import t, { type Test } from 'tap'
 import { loadContract } from '../service/contract.js'
-import { SQLITE_FILE } from '../service/store/database.js'
-import { build, contractViolations, freshStore, JSON_HEADERS } from './helper.js'
+import { build, contractViolations, dropPlantTable, freshStore, JSON_HEADERS } from './helper.js'
 
 /** The contract's `Error` schema, for responses outside `POST /plants` (404, 405). */
 const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error
@@ -65,22 +61,6 @@ t.test('HEAD /plants is 405 with Allow: POST', async (t) => {
   t.equal(response.statusCode, 405)
   t.equal(response.headers.allow, 'POST')
 })
-
-/** Drops table `plant` behind the running app's back, through a connection of our own. */
-async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>): Promise<void> {
-  if (store.databaseUrl !== undefined) {
-    const client = new pg.Client({ connectionString: store.databaseUrl })
-    await client.connect()
-    await client.query('drop table plant').finally(() => client.end())
-    return
-  }
-  const db = new SQLite(join(store.dataDir, SQLITE_FILE))
-  try {
-    db.exec('drop table plant')
-  } finally {
-    db.close()
-  }
-}
 
 t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t) => {
   const store = await freshStore(t)

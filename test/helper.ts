@@ -5,17 +5,20 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Ajv2020 } from 'ajv/dist/2020.js'
+import SQLite from 'better-sqlite3'
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../service/app.js'
 import { loadConfig } from '../service/config.js'
 import { loadContract } from '../service/contract.js'
-import type { StoreOptions } from '../service/store/database.js'
+import { SQLITE_FILE, type StoreOptions } from '../service/store/database.js'
 
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
@@ -62,6 +65,32 @@ export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataD
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   if (TEST_DATABASE_URL === undefined) return { dataDir, databaseUrl: undefined }
   return { dataDir, databaseUrl: (await postgresSchema(t)).url }
+}
+
+/** Drops table `plant` behind a running app's back, through a connection of our own: its next create fails (500). */
+export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>): Promise<void> {
+  if (store.databaseUrl !== undefined) {
+    const client = new pg.Client({ connectionString: store.databaseUrl })
+    await client.connect()
+    await client.query('drop table plant').finally(() => client.end())
+    return
+  }
+  const db = new SQLite(join(store.dataDir, SQLITE_FILE))
+  try {
+    db.exec('drop table plant')
+  } finally {
+    db.close()
+  }
+}
+
+/** A loopback port nothing listens on (taken from the OS, then released). */
+export async function closedPort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
 }
 
 /** A token valid in every app built by {@link build}. */

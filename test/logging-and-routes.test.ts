@@ -3,10 +3,11 @@
  * the changes made to the contract's routes.
  */
 import { Writable } from 'node:stream'
-import type { RouteOptions } from 'fastify'
+import Fastify, { type RouteOptions } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { authenticateFirst, requireBody } from '../service/contract-routes.js'
+import { addMethodNotAllowed, authenticateFirst, requireBody } from '../service/contract-routes.js'
+import { errorHandler } from '../service/errors.js'
 import { loggerOptions } from '../service/logging.js'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
@@ -42,4 +43,24 @@ t.test('security moves to onRequest, after existing hooks and before the rate li
   authenticateFirst(route, { limitToken: limit, countFailedAuthentication: undefined })
   t.same(route.onRequest, [existing, security, limit])
   t.equal(route.preHandler, undefined)
+})
+
+t.test('405 for every method a contract path has no operation for, Allow listing those it has; HEAD goes with GET', async (t) => {
+  const app = Fastify()
+  app.setErrorHandler(errorHandler)
+  const operation = (operationId: string) => ({ operationId, responses: {} })
+  addMethodNotAllowed(app, {
+    openapi: '3.1.0',
+    info: { title: 'routes', version: '1' },
+    paths: { '/things/{id}': { get: operation('getThing'), delete: operation('deleteThing'), summary: 'not a method' } },
+  })
+  for (const method of ['POST', 'PUT', 'PATCH', 'OPTIONS'] as const) {
+    const response = await app.inject({ method, url: '/things/7' })
+    t.equal(response.statusCode, 405, method)
+    t.equal(response.headers.allow, 'DELETE, GET, HEAD')
+    t.strictSame(response.json(), { error: 405, message: 'Method not allowed; /things/{id} allows DELETE, GET, HEAD' })
+  }
+  for (const method of ['GET', 'HEAD', 'DELETE'] as const) {
+    t.equal((await app.inject({ method, url: '/things/7' })).statusCode, 404, `${method}: left to the operation's route`)
+  }
 })

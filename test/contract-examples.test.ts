@@ -1,0 +1,205 @@
+/**
+ * Every example in openapi.yaml is an answer the service really gives. Each
+ * response example is provoked from a built app (`inject`, or a real socket for
+ * what Node's HTTP server answers) and its body compared exactly; a message that
+ * carries request data is provoked with the contract's own request example. The
+ * answers only the example gateway gives (414, 501, 502, 504, 505) are compared
+ * with what its configuration returns (`deploy/nginx/errors.conf`). An example
+ * nobody provokes fails the test, and so does a provoker without its example.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import type { OpenAPIV3 } from 'openapi-types'
+import t, { type Test } from 'tap'
+import { loadContract } from '../service/contract.js'
+import { build, closedPort, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from './helper.js'
+import { exchange } from './raw-http.js'
+
+const contract = loadContract()
+const createPlant = contract.paths['/plants']!.post!
+
+/** An answer as the examples describe it. */
+interface Answer {
+  statusCode: number
+  headers: Record<string, string | string[] | number | undefined>
+  body: string
+}
+
+/** The examples of a media type, by name; `$ref`s are not used in openapi.yaml. */
+function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefined): Record<string, unknown> {
+  const examples = content?.['application/json']?.examples ?? {}
+  return Object.fromEntries(Object.entries(examples).map(([name, example]) => [name, (example as OpenAPIV3.ExampleObject).value]))
+}
+
+/** Every response example of `POST /plants`, keyed `<response>/<example>`, with the status it is declared for. */
+const responseExamples = new Map<string, { status: number; value: unknown }>()
+for (const [status, response] of Object.entries(createPlant.responses)) {
+  const ref = (response as OpenAPIV3.ReferenceObject).$ref
+  const name = ref === undefined ? status : ref.split('/').pop()!
+  const declared = (ref === undefined ? response : contract.components!.responses![name]) as OpenAPIV3.ResponseObject
+  for (const [example, value] of Object.entries(examplesOf(declared.content))) responseExamples.set(`${name}/${example}`, { status: Number(status), value })
+}
+
+/** The request examples of `createPlant`. */
+const requestExamples = examplesOf((createPlant.requestBody as OpenAPIV3.RequestBodyObject).content) as Record<string, { id: number; name: string; tag?: string }>
+const withTag = requestExamples.withTag!
+
+const post = (payload: unknown, headers: Record<string, string> = JSON_HEADERS) => ({ method: 'POST' as const, url: '/plants', headers, payload: payload as string })
+
+/** The body the example gateway returns for `status`, from its configuration. */
+function gatewayAnswer(status: number): Answer {
+  const errors = readFileSync(new URL('../deploy/nginx/errors.conf', import.meta.url), 'utf8')
+  const body = new RegExp(`^\\s*return ${status} '(.*)';$`, 'm').exec(errors)?.[1]
+  if (body === undefined) throw new Error(`deploy/nginx/errors.conf returns no body for ${status}`)
+  return { statusCode: status, headers: {}, body }
+}
+
+/** An example of an `Error` body. */
+interface ErrorExample {
+  error: number
+  message: string
+}
+
+/** The wait an example's message names (`retry in N seconds`), in milliseconds: the window to provoke it with. */
+function waitOf(example: ErrorExample): number {
+  return Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
+}
+
+/**
+ * The example as an answer provoked with a window of {@link waitOf} gives it: the
+ * wait is the answer's `Retry-After`, which is the example's unless a second passed
+ * between the requests.
+ */
+function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorExample {
+  const seconds = Number(answer.headers['retry-after'])
+  t.ok(seconds <= waitOf(example) / 1000 && seconds > 0, `Retry-After ${seconds} within the window`)
+  return { ...example, message: example.message.replace(/retry in \d+ seconds/, `retry in ${seconds} seconds`) }
+}
+
+/** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
+const provokers: Record<
+  string,
+  { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }
+> = {
+  '200/created': {
+    answer: async (t) => (await build(t)).inject(post(withTag)),
+  },
+  'BadRequest/wrongType': {
+    answer: async (t) => (await build(t)).inject(post({ ...withTag, name: 5 })),
+  },
+  'BadRequest/outOfRange': {
+    answer: async (t) => (await build(t)).inject(post('{"id":9223372036854775808,"name":"Monstera deliciosa"}')),
+  },
+  'Unauthorized/missing': {
+    answer: async (t) => (await build(t)).inject(post(withTag, { 'content-type': 'application/json' })),
+  },
+  'Conflict/conflict': {
+    answer: async (t) => {
+      const app = await build(t)
+      t.equal((await app.inject(post(withTag))).statusCode, 200, 'the request example is stored')
+      return app.inject(post({ ...withTag, name: 'Ficus lyrata' }))
+    },
+  },
+  'ContentTooLarge/tooLarge': {
+    answer: async (t) => (await build(t, { bodyLimit: 256 })).inject(post({ ...withTag, name: 'x'.repeat(300) })),
+  },
+  'UnsupportedMediaType/unsupported': {
+    answer: async (t) => (await build(t)).inject(post(JSON.stringify(withTag), { ...JSON_HEADERS, 'content-type': 'text/plain' })),
+  },
+  'TooManyRequests/rateLimited': {
+    answer: async (t, example) => {
+      const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
+      t.equal((await app.inject(post(withTag))).statusCode, 200, 'the budget: one request')
+      return app.inject(post(withTag))
+    },
+    expected: withRetryAfter,
+  },
+  'TooManyRequests/authenticationFailures': {
+    answer: async (t, example) => {
+      const app = await build(t, { authFailureLimitMax: 1, authFailureLimitWindowMs: waitOf(example) })
+      const wrong = { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' }
+      t.equal((await app.inject(post(withTag, wrong))).statusCode, 401, 'the budget: one failure')
+      return app.inject(post(withTag, wrong))
+    },
+    expected: withRetryAfter,
+  },
+  'RequestTimeout/timeout': {
+    answer: async (t) => {
+      const { url } = await listen(t, { headersTimeoutMs: 300 })
+      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`)
+    },
+  },
+  'RequestHeaderFieldsTooLarge/tooLarge': {
+    answer: async (t) => {
+      const { url } = await listen(t)
+      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(17_000)}\r\nContent-Length: 2\r\n\r\n{}`)
+    },
+  },
+  'InternalServerError/internal': {
+    answer: async (t) => {
+      const store = await freshStore(t)
+      const app = await build(t, store)
+      await dropPlantTable(store)
+      return app.inject(post(withTag))
+    },
+  },
+  'ServiceUnavailable/storeDown': {
+    answer: async (t) => {
+      const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
+      return (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
+    },
+  },
+  'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
+  'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
+  'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },
+  'GatewayTimeout/timeout': { answer: async () => gatewayAnswer(504) },
+  'HttpVersionNotSupported/version': { answer: async () => gatewayAnswer(505) },
+}
+
+t.test('every response example has a way to provoke it, and every provoker its example', async (t) => {
+  t.strictSame([...responseExamples.keys()].sort(), Object.keys(provokers).sort())
+})
+
+for (const [key, { status, value }] of responseExamples) {
+  const provoker = provokers[key]
+  if (provoker === undefined) continue
+  t.test(`${key}: the service answers ${status} with the example`, async (t) => {
+    const example = value as ErrorExample
+    const answer = await provoker.answer(t, example)
+    t.equal(answer.statusCode, status, 'the status the example is declared for')
+    t.strictSame(JSON.parse(answer.body), provoker.expected?.(t, example, answer) ?? example, 'the body, exactly')
+  })
+}
+
+t.test('each request example of createPlant is stored and answered 200 with its Plant', async (t) => {
+  t.ok(Object.keys(requestExamples).length > 0)
+  for (const [name, { id, ...plant }] of Object.entries(requestExamples)) {
+    const app = await build(t)
+    // Raw JSON text: ids beyond 2^53 are exact only there.
+    const response = await app.inject(post(`{"id":${BigInt(id).toString()},${JSON.stringify(plant).slice(1)}`))
+    t.equal(response.statusCode, 200, name)
+    t.strictSame(response.json(), plant, name)
+  }
+})
+
+t.test('the header examples are what the service sends', async (t) => {
+  const app = await build(t)
+  const wrongToken = await app.inject(post(withTag, { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' }))
+  const challenge = contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject
+  const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as { examples: string[] }
+  t.strictSame(challengeSchema.examples, [wrongToken.headers['www-authenticate']], 'WWW-Authenticate for a token that is not valid')
+
+  const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
+  const storeDown = await (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
+  const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as { examples: number[] }
+  t.strictSame(retryAfter.examples, [Number(storeDown.headers['retry-after'])], 'Retry-After of a 503')
+})
+
+t.test("the Error schema's examples are among the response examples", async (t) => {
+  const error = contract.components!.schemas!.Error as OpenAPIV3.SchemaObject
+  const errorExamples = [...responseExamples.values()].map(({ value }) => value as ErrorExample)
+  const examples = (name: 'error' | 'message') => (error.properties![name] as { examples: unknown[] }).examples
+  for (const status of examples('error')) t.ok(errorExamples.some((example) => example.error === status), `error ${String(status)}`)
+  for (const message of examples('message')) t.ok(errorExamples.some((example) => example.message === message), `message ${String(message)}`)
+})
