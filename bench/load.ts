@@ -90,6 +90,10 @@ export interface LoadOptions {
   readonly core?: number
   /** `taskset`, needed with `core`. */
   readonly taskset?: string
+  /** Seconds before a request counts as a timeout (default 10). */
+  readonly timeoutS?: number
+  /** Told the responses so far, every 100 responses (one thread only). */
+  readonly onProgress?: (responses: number) => void
 }
 
 /** What one run measured. */
@@ -171,7 +175,7 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     `-c${options.connections}`,
     `-d${options.duration}s`,
     '--timeout',
-    '10s',
+    `${options.timeoutS ?? 10}s`,
     '-s',
     SCRIPT,
     options.url,
@@ -182,14 +186,26 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     EXPECTED_BODY,
   ]
   const command = options.core === undefined || options.taskset === undefined ? wrk : [options.taskset, '-c', String(options.core), ...wrk]
-  const child = spawn(command[0]!, command.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BENCH_TOKEN: options.token }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', BENCH_TOKEN: options.token }
+  if (options.onProgress !== undefined) env.BENCH_PROGRESS = '1'
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
+  let pending = ''
+  child.stdout.on('data', (chunk: Buffer) => {
+    pending += chunk.toString('utf8')
+    const lines = pending.split('\n')
+    pending = lines.pop()!
+    for (const line of lines) {
+      if (line.startsWith('progress ')) options.onProgress?.(Number(line.slice('progress '.length)))
+      else output += `${line}\n`
+    }
+  })
+  child.once('close', () => (output += pending))
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')))
-  const timer = setTimeout(() => child.kill('SIGKILL'), (options.duration + 30) * 1000)
+  const timer = setTimeout(() => child.kill('SIGKILL'), (options.duration + (options.timeoutS ?? 10) + 30) * 1000)
   const code = await new Promise<number | null>((resolve, reject) => {
     child.once('error', reject)
-    child.once('exit', resolve)
+    child.once('close', resolve)
   }).finally(() => clearTimeout(timer))
   if (code !== 0) throw new Error(`wrk exited with ${code}: ${output.trim().slice(-500)}`)
   return parseWrk(output, threads, options.ids.base + first, BigInt(threads) * IDS_PER_THREAD)

@@ -9,6 +9,8 @@
 -- numbers are doubles, exact only below 2^53, and the ids are above it. Thread i
 -- (from 0) sends offsets first + i * perThread, first + i * perThread + 1, …
 -- Token: environment variable BENCH_TOKEN (an argument would show in `ps`).
+-- With BENCH_PROGRESS set, each thread also prints `progress <n>` after every
+-- 100th response (n: its responses so far).
 
 local threads = {}
 
@@ -24,6 +26,8 @@ function init(args)
   expected = args[4]
   statuses = {}
   wrong = 0
+  answered = 0
+  progress = os.getenv("BENCH_PROGRESS") ~= nil
   headers = {
     ["Authorization"] = "Bearer " .. os.getenv("BENCH_TOKEN"),
     ["Content-Type"] = "application/json",
@@ -41,6 +45,11 @@ function response(status, headers, body)
   local key = tostring(status)
   statuses[key] = (statuses[key] or 0) + 1
   if status >= 200 and status < 300 and body ~= expected then wrong = wrong + 1 end
+  answered = answered + 1
+  if progress and answered % 100 == 0 then
+    io.write("progress " .. answered .. "\n")
+    io.flush()
+  end
 end
 
 function done(summary, latency, requests)

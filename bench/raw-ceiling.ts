@@ -55,8 +55,11 @@ interface Pending {
   readonly done: (error?: Error) => void
 }
 
-/** A durable writer: queues one plant for the next batch. */
-type Writer = (plant: Pending) => void
+/** A durable writer: `write` queues one plant for the next batch; `close` releases the database. */
+interface Writer {
+  write(plant: Pending): void
+  close(): Promise<void>
+}
 
 /**
  * Commits plants to SQLite in batches: those queued in one event-loop turn share
@@ -79,19 +82,22 @@ async function sqliteWriter(dataDir: string): Promise<Writer> {
   const commit = database.transaction((batch: Pending[]) => {
     for (const plant of batch) insert.run(plant.id, plant.name, plant.tag ?? null)
   })
-  return (plant) => {
-    if (queue.push(plant) > 1) return
-    setImmediate(() => {
-      const batch = queue
-      queue = []
-      let failed: Error | undefined
-      try {
-        commit(batch)
-      } catch (error) {
-        failed = error as Error
-      }
-      for (const each of batch) each.done(failed)
-    })
+  return {
+    write: (plant) => {
+      if (queue.push(plant) > 1) return
+      setImmediate(() => {
+        const batch = queue
+        queue = []
+        let failed: Error | undefined
+        try {
+          commit(batch)
+        } catch (error) {
+          failed = error as Error
+        }
+        for (const each of batch) each.done(failed)
+      })
+    },
+    close: async () => void database.close(),
   }
 }
 
@@ -142,9 +148,12 @@ async function postgresWriter(databaseUrl: string): Promise<Writer> {
       })
     })
   }
-  return (plant) => {
-    queue.push(plant)
-    schedule()
+  return {
+    write: (plant) => {
+      queue.push(plant)
+      schedule()
+    },
+    close: () => pool.end(),
   }
 }
 
@@ -188,12 +197,12 @@ const server = createServer((request, response) => {
     // The bench's ids are above 2^53, which JSON.parse rounds: read the digits exactly.
     const id = /"id"\s*:\s*(-?\d+)/.exec(text)?.[1]
     if (id === undefined) return reply(response, 400, { error: 400, message: 'id is required' })
-    store({ id: BigInt(id), name: plant.name, tag: plant.tag, done: (error) => (error === undefined ? answer() : reply(response, 503, { error: 503, message: error.message })) })
+    store.write({ id: BigInt(id), name: plant.name, tag: plant.tag, done: (error) => (error === undefined ? answer() : reply(response, 503, { error: 503, message: error.message })) })
   })
 })
 
 const shutdown = (): void => {
-  server.close()
+  server.close(() => void store?.close())
   server.closeAllConnections()
 }
 process.once('SIGTERM', shutdown)

@@ -1,9 +1,10 @@
 /**
  * The arithmetic that decides the benchmark's verdicts (bench/report.ts): CPU per
- * request, the ratios to the ceilings, the fault count, and each target's threshold.
+ * request, the ratios to the ceilings, the fault count, each target's threshold, and
+ * the figures read from wrk's result line.
  */
 import t from 'tap'
-import type { LoadSummary } from './load.js'
+import { type LoadSummary, parseWrk } from './load.js'
 import { cpuPerRequest, faults, GOALS, okResponses, ratio, type TargetResult, verdict } from './report.js'
 
 function load(requestsPerSecond: number, overrides: Partial<LoadSummary> = {}): LoadSummary {
@@ -84,4 +85,18 @@ t.test('faults: errors, non-2xx, wrong bodies and 200s whose plant is not stored
   t.equal(faults({ key: 'embedded', title: 'embedded', notRun: 'failed' }), undefined)
   t.same(verdict(goal('errors'), 'embedded', [{ key: 'embedded', title: 'embedded', load: load(100), storedRows: 1000 }]), { measured: '0', met: true })
   t.same(verdict(goal('errors'), 'embedded', [{ key: 'embedded', title: 'embedded', load: load(100), storedRows: 999 }]), { measured: '1', met: false })
+})
+
+t.test('wrk’s result line: req/s over wrk’s own duration, non-2xx from the statuses, latency in ms', async (t) => {
+  const line =
+    'bench-result {"durationUs":2000000,"requests":30001,"statuses":{"200":29990,"201":1,"503":7,"404":3},"wrongBodies":2,' +
+    '"errors":{"connect":1,"read":2,"write":0,"timeout":4},"latencyUs":{"p50":1500,"p99":5999,"max":12000,"mean":1600.5},"cpuS":0.5}'
+  const run = parseWrk(`Running 2s test\n${line}\n`, 1, 10n, 1000n)
+  t.equal(run.requestsPerSecond, 15_000.5)
+  t.equal(run.non2xx, 10)
+  t.equal(run.errors, 7)
+  t.equal(run.wrongBodies, 2)
+  t.same(run.latencyMs, { p50: 1.5, p99: 5.999, max: 12, mean: 1.6005 })
+  t.equal(run.generatorCpuPercent, 25)
+  t.throws(() => parseWrk('unable to connect to 127.0.0.1:1 Connection refused', 1, 0n, 0n), /wrk gave no result: unable to connect/)
 })

@@ -34,9 +34,9 @@ export type TargetKey = (typeof TARGET_KEYS)[number]
 export interface Instructions {
   readonly perRequest: number
   readonly how: 'perf' | 'callgrind'
-  /** callgrind: the per-request count of each round, the last reported; settled when the last two agree. */
-  readonly rounds?: readonly number[]
-  readonly settled?: boolean
+  /** callgrind: the lowest and highest count per request of the rounds counted, and their responses. */
+  readonly range?: readonly [number, number]
+  readonly responses?: number
 }
 
 /** One target's outcome. */
@@ -206,7 +206,7 @@ function machineSection(date: Date, loadAverage: RunSettings['loadAverage']): st
 function instructionsCell(instructions: Instructions | undefined): string {
   if (instructions === undefined) return 'n/a'
   const value = number(instructions.perRequest)
-  return instructions.settled === false ? `${value} (not settled)` : value
+  return instructions.range === undefined ? value : `${value} (rounds ${number(instructions.range[0])}–${number(instructions.range[1])}, ${number(instructions.responses ?? 0)} requests)`
 }
 
 function resultRow(result: TargetResult): string {
@@ -284,7 +284,7 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
       `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target.`,
     `- Every request carries a new id (never repeated across connections, warm-ups and targets; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
     `- Pinning: ${settings.pinning}.`,
-    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk.',
+    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
     `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,
     `- Service measured: ${settings.revision}; \`dist/service/server.js\` with \`NODE_ENV=production\`, \`LOG_LEVEL=warn\`, \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\`; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,

@@ -16,8 +16,8 @@
  *   process on CPU 0, wrk on CPU 1) or `off`;
  * - `BENCH_INSTRUCTIONS`: `auto` (default: perf when the machine counts
  *   instructions), `perf`, `callgrind` (a separate run of each target under
- *   valgrind: minutes per target; `BENCH_CALLGRIND_ROUND` seconds per round, default
- *   10, `BENCH_CALLGRIND_BUDGET` seconds per target, default 900) or `off`;
+ *   valgrind for `BENCH_CALLGRIND_BUDGET` seconds, default 900, counted in rounds
+ *   of `BENCH_CALLGRIND_ROUND` seconds, default 10) or `off`;
  * - `BENCH_SOAK`: seconds of steady load against the embedded service after the
  *   targets (default 0 = none, at most 3600); `BENCH_SOAK_RATE`: its req/s (default 2000),
  *   `BENCH_SOAK_CONNECTIONS`: its connections (default 25);
@@ -36,7 +36,7 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { callgrindControl, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, settled } from './instructions.js'
+import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.js'
 import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
@@ -143,8 +143,9 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...extra }
 }
 
-const load = (server: ServerProcess, duration: number, connectionCount = connections): Promise<LoadSummary> =>
-  runLoad({ url: server.url, token, ids, connections: connectionCount, duration, ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }) })
+/** What every wrk run against `server` shares: target, token, ids, connections, pinning. */
+const loadTarget = (server: ServerProcess) => ({ url: server.url, token, ids, connections, ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }) })
+const load = (server: ServerProcess, duration: number): Promise<LoadSummary> => runLoad({ ...loadTarget(server), duration })
 
 type Measured = Pick<TargetResult, 'load' | 'cpu' | 'instructions' | 'peakRssMb' | 'store'>
 
@@ -208,28 +209,39 @@ async function runTarget(key: TargetKey): Promise<TargetResult> {
 
 /**
  * Instructions per request under callgrind: the target starts with instrumentation
- * off (start-up is not counted), then rounds of load, each counted from zero,
- * until two in a row agree (the JIT has settled) or the budget is spent.
+ * off (start-up is not counted), then one run of the same load for the rest of the
+ * budget, its counters dumped every round; the figure comes from the second half of
+ * the responses. One continuous run, so no request is cut off between rounds.
  */
 async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-callgrind-'))
   temporary.push(dir)
   // Under valgrind the event loop lags by design; load shedding would answer 503.
   const env = environment(key, SPECS[key].service ? { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '3600000' } : {})
-  const deadline = performance.now() + callgrindBudgetS * 1000
+  const started = performance.now()
   const server = await startServer({ wrapper: callgrindWrapper(dir), script: SPECS[key].script, env, port: await freePort(), core: SERVER_CORE, probe, readyTimeoutMs: 600_000 })
   try {
+    const seconds = Math.floor(callgrindBudgetS - (performance.now() - started) / 1000)
+    if (seconds < 2 * callgrindRoundS) return `start-up under valgrind took the budget (${callgrindBudgetS} s)`
     callgrindControl(server.pid, 'on', dir)
-    const rounds: number[] = []
-    while (!settled(rounds) && performance.now() + callgrindRoundS * 1000 < deadline) {
-      callgrindControl(server.pid, 'zero', dir)
-      const round = await load(server, callgrindRoundS)
-      const count = callgrindControl(server.pid, 'dump', dir)!
-      if (round.responses > 0) rounds.push(count / round.responses)
-      process.stdout.write(`  callgrind round ${rounds.length}: ${round.responses} requests, ${Math.round(rounds.at(-1) ?? 0)} instructions per request\n`)
+    callgrindControl(server.pid, 'zero', dir)
+    let answered = 0
+    let counted = 0
+    const rounds: Round[] = []
+    const timer = setInterval(() => {
+      const now = answered
+      rounds.push({ instructions: callgrindControl(server.pid, 'dump', dir)!, responses: now - counted })
+      counted = now
+      const last = rounds.at(-1)!
+      process.stdout.write(`  callgrind round ${rounds.length}: ${last.responses} requests, ${last.responses === 0 ? 'n/a' : Math.round(last.instructions / last.responses)} instructions per request\n`)
+    }, callgrindRoundS * 1000)
+    try {
+      await runLoad({ ...loadTarget(server), duration: seconds, timeoutS: 60, onProgress: (responses) => (answered = responses) })
+    } finally {
+      clearInterval(timer)
     }
-    if (rounds.length === 0) return 'no request answered under callgrind'
-    return { perRequest: rounds.at(-1)!, how: 'callgrind', rounds, settled: settled(rounds) }
+    const figure = callgrindFigure(rounds)
+    return figure === undefined ? 'fewer than two rounds of answered requests under callgrind' : { how: 'callgrind', ...figure }
   } finally {
     await server.stop(30_000)
   }
@@ -307,7 +319,7 @@ try {
     counter.kind === 'perf'
       ? '`perf stat -e instructions -p <server pid>` over the measured run (user and kernel, all threads) ÷ responses'
       : counter.kind === 'callgrind'
-        ? `a separate run of each target under \`valgrind --tool=callgrind\` (user space only, all threads; start-up not counted), rounds of ${callgrindRoundS} s of the same load until two agree within 2 % (the JIT has settled), the last round's count ÷ its responses`
+        ? `a separate run of each target under \`valgrind --tool=callgrind\` (user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s; instructions of the rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
   const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, instructions }
   writeReport(reportPath, renderResults(date, settings, results), soakSection)
