@@ -18,8 +18,8 @@ function OneOf<const Values extends string[]>(values: Values, options: { default
 /**
  * Every setting of the service, one environment variable each: its type, bounds,
  * default and description (the text of README.md's configuration table, which a
- * test holds to this schema). env-schema validates the environment against it;
- * {@link Config} is derived from it.
+ * test holds to this schema). env-schema validates the environment against it,
+ * dropping every other variable; {@link Config} is derived from it.
  */
 export const settingsSchema = Type.Object({
   NODE_ENV: OneOf(['development', 'production', 'test'], {
@@ -120,7 +120,7 @@ export const settingsSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3600000, default: 30000, description: 'Most time to receive a whole request; `0` off.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 3600000, default: 10000, description: 'Most time to receive the request headers.' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3600000, default: 0, description: 'Socket inactivity timeout; `0` off.' }),
-})
+}, { additionalProperties: false })
 
 /** The environment as {@link settingsSchema} validates it, defaults filled in. */
 type Settings = Static<typeof settingsSchema>
@@ -185,6 +185,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const tokens = [...splitList(PLANT_STORE_TOKENS), ...readTokenFile(PLANT_STORE_TOKENS_FILE)]
   for (const [index, token] of tokens.entries()) {
     if (!tokenPattern.test(token)) {
+      // The token itself is never echoed: it is a secret.
       throw new ConfigError(
         `Invalid configuration: token #${index + 1} must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1)`,
       )

@@ -26,7 +26,7 @@ export type OpenApiDocument = OpenAPIV3.Document
  * Reads and parses the contract.
  *
  * @param url - the YAML file; defaults to {@link CONTRACT_URL}.
- * @returns a fresh object each call (consumers such as glue may change what they get).
+ * @returns a fresh object each call.
  * @throws when the file is missing or is not YAML.
  */
 export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { components } from './generated/openapi.js'
 
 /** An error that carries the HTTP status it must be answered with, and its headers. */
 export class HttpError extends Error {
@@ -60,11 +61,8 @@ export class ServiceUnavailableError extends HttpError {
 /** Message of every 415: the one media type the contract declares (RFC 9110 §15.5.16). */
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as application/json'
 
-/** The shape of the contract's `Error` schema (components.schemas.Error). */
-export interface ErrorBody {
-  error: number
-  message: string
-}
+/** The contract's `Error` body. */
+type ErrorBody = components['schemas']['Error']
 
 /** glue's SecurityError: thrown when no security scheme accepted the request. */
 interface SecurityFailure {

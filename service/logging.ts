@@ -7,7 +7,7 @@
 import type { LoggerOptions } from 'pino'
 
 /** Where credentials could appear in a logged object; replaced by `[redacted]`. */
-export const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'res.headers["set-cookie"]']
+const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'res.headers["set-cookie"]']
 
 /**
  * @param level - pino level (`LOG_LEVEL`).

@@ -12,7 +12,7 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
  * The service's metrics and the standard process metrics (CPU, memory, event loop,
  * GC), in a registry of their own: several apps in one process do not collide.
  */
-export class Metrics {
+class Metrics {
   readonly registry = new Registry()
   /** Request latency in seconds by method, route and status; its `_count` is the request count. */
   readonly requestDuration = new Histogram({

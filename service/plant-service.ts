@@ -12,7 +12,7 @@ import { exactInteger } from './json-body.js'
 import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
 
 /** Something that durably saves plants: the repository, or a group commit in front of it. */
-export interface PlantWriter {
+interface PlantWriter {
   /**
    * Saves one plant; resolves once it is committed durably.
    * @throws when the store fails; nothing of the plant is then stored.
@@ -32,9 +32,7 @@ export class PlantService {
   ) {}
 
   /**
-   * `createPlant` (`POST /plants`), seed "Endpoints, POST /plants".
-   *
-   * Rules (openapi.yaml, info.description and responses):
+   * `createPlant` (`POST /plants`). Rules (openapi.yaml, info.description and responses):
    * - a new id is stored, then answered 200 with the Plant;
    * - the same id with identical name and tag is an idempotent replay: 200, stored once;
    * - the same id with a different name or tag (including a tag added or removed) is 409.

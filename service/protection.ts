@@ -1,6 +1,5 @@
 /**
- * Third-party protections, kept apart from the application's own plugins
- * (after fastify/demo): security headers (helmet), CORS, per-token rate
+ * Third-party protections: security headers (helmet), CORS, per-token rate
  * limiting and the failed-authentication limit per client address
  * (@fastify/rate-limit), load shedding (under-pressure).
  *
@@ -22,7 +21,7 @@ import { HttpError, ServiceUnavailableError } from './errors.js'
  * set with one call; helmet's HTML-page headers (CSP for scripts, COOP/CORP, …)
  * protect pages, which these responses are not.
  */
-export const API_SECURITY_HEADERS = {
+const API_SECURITY_HEADERS = {
   'x-content-type-options': 'nosniff',
   'content-security-policy': "default-src 'none'; frame-ancestors 'none'",
   'cache-control': 'no-store',

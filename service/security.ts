@@ -8,10 +8,10 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { UnauthorizedError } from './errors.js'
 
 /** @fastify/bearer-auth's `verifyBearerAuth` (registered with `addHook: false`). */
-export type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
+type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
 
 /** Realm named in the `WWW-Authenticate` challenge (RFC 6750 §3). */
-export const REALM = 'plant-store'
+const REALM = 'plant-store'
 
 const bearerScheme = /^bearer /i
 
@@ -25,8 +25,8 @@ export class Security {
   constructor(private readonly verifyBearerAuth: VerifyBearerAuth) {}
 
   /**
-   * `bearerAuth`: HTTP bearer (seed "Authentication"). Runs in `onRequest`, before
-   * the body is read (see `app.ts`).
+   * `bearerAuth`: HTTP bearer (openapi.yaml, components.securitySchemes). Runs in
+   * `onRequest`, before the body is read (`contract-routes.ts`).
    *
    * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge: without an
    *   error code when no bearer token was sent, with `error="invalid_token"` when
