@@ -1,0 +1,180 @@
+/**
+ * `compose.yaml` run as written, with podman-compose (Debian's, 1.0.3): the
+ * instructions at its top make the secrets, `up -d` starts PostgreSQL and the
+ * replicas, and once every container is healthy each replica stores a plant that
+ * the other replays (one database). `down -v` removes it all.
+ *
+ * Nothing in compose.yaml is changed for the test. It runs from a directory of the
+ * test's own holding a verbatim copy of compose.yaml and the `secrets/` its
+ * instructions make (so no secret is ever written into the repository), under a
+ * project name of its own. The image is the one under test (`podman.ts`), tagged
+ * with the name compose.yaml gives the image it builds, so podman-compose finds it
+ * and does not build it again; the tag it replaced is put back afterwards.
+ * Health checks run on a timer only under systemd; here the test runs them
+ * (`podman healthcheck run`) until they pass.
+ *
+ * What podman-compose 1.0.3 leaves behind or ignores is cleaned up or reported
+ * (`t.comment`), not failed: it does not remove the project's network nor the
+ * replicas' anonymous volumes (the image's VOLUME /data), and it ignores
+ * `stop_grace_period`, `depends_on` conditions and the top-level `name`.
+ *
+ * @module
+ */
+import { execFile } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { parse } from 'yaml'
+import { imageUnderTest, podman, waitUntil } from './podman.js'
+
+// A cold build of the image takes minutes on 2 cores; compose itself under a minute.
+t.setTimeout(20 * 60_000)
+
+const COMPOSE_FILE = fileURLToPath(new URL('../../compose.yaml', import.meta.url))
+/** How long the stack may take to become healthy (first start of PostgreSQL included). */
+const HEALTHY_TIMEOUT_MS = 120_000
+
+interface ComposeService {
+  build?: unknown
+  image?: string
+  ports?: string[]
+  healthcheck?: unknown
+}
+const composeText = readFileSync(COMPOSE_FILE, 'utf8')
+const services = (parse(composeText, { merge: true }) as { services: Record<string, ComposeService> }).services
+/** The services built from the Dockerfile: the replicas of the service. */
+const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
+const builtImage = services[replicaServices[0]!]!.image!
+
+/**
+ * The shell commands of compose.yaml's instructions that make the secrets: the
+ * comment lines of its header indented as commands, up to the first that starts it.
+ */
+function secretCommands(): string {
+  const commands: string[] = []
+  for (const line of composeText.split('\n')) {
+    const command = /^# {3}(\S.*)$/.exec(line)?.[1]
+    if (command === undefined) {
+      if (commands.length > 0) break
+      continue
+    }
+    if (/\bcompose\b/.test(command)) break
+    commands.push(command)
+  }
+  return commands.join('\n')
+}
+
+/** Runs a command in `cwd`. @returns its output (standard output, then error). @throws with its output when it fails or outlasts `timeoutMs`. */
+async function run(command: string, args: readonly string[], cwd: string, timeoutMs = 180_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error === null) return resolve(`${stdout}${stderr}`)
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return reject(new Error(`${command} is not installed (e.g. apt-get install ${command})`))
+      reject(Object.assign(new Error(`${command} ${args.join(' ')} failed (${error.signal ?? `exit ${String(error.code)}`})`), { output: `${stdout}\n${stderr}`.trimEnd().split('\n').slice(-40).join('\n') }))
+    })
+  })
+}
+
+const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-compose-'))
+copyFileSync(COMPOSE_FILE, join(dir, 'compose.yaml'))
+/** `podman-compose` on the copy, under the test's project name. */
+const compose = async (...args: string[]): Promise<string> => run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], dir)
+
+/** The project's containers: name and compose service of each. */
+async function containers(): Promise<Array<{ name: string; service: string }>> {
+  const listed = JSON.parse(await podman(['ps', '--all', '--filter', `label=io.podman.compose.project=${project}`, '--format', 'json'])) as Array<{ Names: string[]; Labels: Record<string, string> }>
+  return listed.map((entry) => ({ name: entry.Names[0]!, service: entry.Labels['com.docker.compose.service']! }))
+}
+
+/** Anonymous volumes of the project's containers, seen while they exist: podman-compose 1.0.3 does not remove them. */
+const anonymousVolumes = new Set<string>()
+async function noteAnonymousVolumes(): Promise<void> {
+  for (const { name } of await containers()) {
+    const mounts = JSON.parse(await podman(['inspect', '--format', '{{json .Mounts}}', name])) as Array<{ Type: string; Name?: string }>
+    for (const mount of mounts) if (mount.Type === 'volume' && /^[0-9a-f]{64}$/.test(mount.Name ?? '')) anonymousVolumes.add(mount.Name!)
+  }
+}
+
+// Teardown, registered before anything starts, and run whatever failed: the stack
+// down with its volumes, what podman-compose leaves (containers of a failed `up`,
+// anonymous volumes, the network), the secrets, and the image tag as it was.
+const previousImage = await podman(['image', 'inspect', '--format', '{{.Id}}', builtImage]).catch(() => undefined)
+t.teardown(async () => {
+  await noteAnonymousVolumes().catch(() => {})
+  await compose('down', '--volumes').catch(() => {})
+  for (const { name } of await containers().catch(() => [])) await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => {})
+  const volumes = (await podman(['volume', 'ls', '--quiet', '--filter', `label=io.podman.compose.project=${project}`]).catch(() => '')).split('\n').filter(Boolean)
+  for (const volume of [...volumes, ...anonymousVolumes]) await podman(['volume', 'rm', '--force', volume]).catch(() => {})
+  await podman(['network', 'rm', '--force', `${project}_default`]).catch(() => {})
+  rmSync(dir, { recursive: true, force: true })
+  await (previousImage === undefined ? podman(['untag', builtImage, builtImage]) : podman(['tag', previousImage, builtImage])).catch(() => {})
+})
+
+t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`, async (t) => {
+  t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
+  await podman(['tag', await imageUnderTest(), builtImage])
+  t.ok(secretCommands().includes('secrets/'), 'the instructions make the secrets')
+  await run('bash', ['-euo', 'pipefail', '-c', secretCommands()], dir)
+  const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
+
+  const started = Date.now()
+  // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
+  const up = await compose('up', '--detach')
+  await noteAnonymousVolumes()
+  const running = await containers()
+  t.same(running.map((container) => container.service).sort(), Object.keys(services).sort(), 'one container per service')
+  for (const { name, service } of running) {
+    if (services[service]!.healthcheck === undefined) continue
+    // Until the first passing probe; a replica may restart (restart: unless-stopped) while PostgreSQL initializes.
+    await waitUntil(`${name} to be healthy`, HEALTHY_TIMEOUT_MS, async () => {
+      if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created') {
+        throw new Error(`${name} never started: ${up.split('\n').filter((line) => line.startsWith('Error') && !line.includes('no such volume')).join('; ')}`)
+      }
+      await podman(['healthcheck', 'run', name]).catch(() => {})
+      return (await podman(['inspect', '--format', '{{.State.Health.Status}}', name])) === 'healthy'
+    })
+  }
+  t.comment(`up and healthy in ${Date.now() - started} ms`)
+
+  const replicas = await Promise.all(
+    replicaServices.map(async (service) => {
+      const { name } = running.find((container) => container.service === service)!
+      return { service, name, url: `http://${await podman(['port', name, '3000/tcp'])}` }
+    }),
+  )
+  for (const replica of replicas) {
+    t.match(replica.url, /^http:\/\/127\.0\.0\.1:\d+$/, `${replica.service} is published on 127.0.0.1 only: ${replica.url}`)
+    const status = await podman(['exec', replica.name, 'cat', '/proc/1/status'])
+    t.match(status, /^Uid:\s+1000\s/m, `${replica.service}: uid 1000`)
+    t.match(status, /^CapEff:\s+0+$/m, `${replica.service}: no capabilities (cap_drop)`)
+    t.match(status, /^NoNewPrivs:\s+1$/m, `${replica.service}: no privilege gain (security_opt)`)
+    t.equal(await podman(['inspect', '--format', '{{.HostConfig.ReadonlyRootfs}}', replica.name]), 'true', `${replica.service}: read-only root (read_only)`)
+    t.comment(`${replica.service}: restarted ${await podman(['inspect', '--format', '{{.RestartCount}}', replica.name])} times before healthy; stop timeout ${await podman(['inspect', '--format', '{{.Config.StopTimeout}}', replica.name])} s`)
+  }
+
+  const post = async (url: string, body: string): Promise<{ status: number; body: string }> => {
+    const response = await fetch(`${url}/plants`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
+    return { status: response.status, body: await response.text() }
+  }
+  const plants = replicas.map((replica, index) => ({ replica, body: JSON.stringify({ id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' }) }))
+  const created = await Promise.all(plants.map(({ replica, body }) => post(replica.url, body)))
+  for (const [index, { replica }] of plants.entries()) t.equal(created[index]!.status, 200, `${replica.service} creates a plant: ${created[index]!.body}`)
+  for (const [index, { replica, body }] of plants.entries()) {
+    const other = replicas[(index + 1) % replicas.length]!
+    t.same(await post(other.url, body), created[index], `the plant created on ${replica.service} replays on ${other.service}: 200, the same body (one database)`)
+  }
+  t.notMatch(await podman(['logs', replicas[0]!.name]), token, 'the token is never logged')
+
+  await compose('down', '--volumes')
+  t.same(await containers(), [], 'down: no container of the project left')
+  t.equal(await podman(['volume', 'ls', '--quiet', '--filter', `label=io.podman.compose.project=${project}`]), '', 'down -v: the database volume is gone')
+  const exists = async (...args: string[]): Promise<boolean> => podman(args).then(() => true, () => false)
+  const volumes: string[] = []
+  for (const volume of anonymousVolumes) if (await exists('volume', 'exists', volume)) volumes.push(volume)
+  const network = (await exists('network', 'exists', `${project}_default`)) ? `the network ${project}_default` : 'no network'
+  t.comment(`left by podman-compose down -v (removed by this test's teardown): ${network}, ${volumes.length} anonymous volumes`)
+})

@@ -1,0 +1,75 @@
+/**
+ * A client of the example gateway for tests: raw HTTP/1.1 requests through it
+ * (over TLS, from a chosen loopback address), the checks every response of it must
+ * pass (the contract's `Error` body, the gateway's request id), and who answered a
+ * request, read from the gateway's access log.
+ *
+ * @module
+ */
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import type { Test } from 'tap'
+import { loadContract } from '../../service/contract.js'
+import { exchange, type RawResponse } from '../raw-http.js'
+import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
+
+/** The public path of `POST /plants` through the gateway. */
+export const PLANTS = `${GATEWAY_PREFIX}/plants`
+
+const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile((loadContract().components as { schemas: { Error: object } }).schemas.Error)
+
+/** Lines of a request's head: `Name: value\r\n` each. */
+export function lines(headers: Record<string, string>): string {
+  return Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')
+}
+
+/** Headers of an authenticated JSON request with `token`. */
+export function authorized(token: string): Record<string, string> {
+  return { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }
+}
+
+/** A whole `POST` request of `body` with `headers` to `path` (by default {@link PLANTS}), one per connection. */
+export function post(body: string, headers: Record<string, string>, path = PLANTS): string {
+  return `POST ${path} HTTP/1.1\r\nHost: localhost\r\n${lines(headers)}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+}
+
+/** A whole `GET path` request, one per connection. */
+export function get(path: string): string {
+  return `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`
+}
+
+/**
+ * Sends raw bytes to the gateway (string parts as separate writes) and reads its response.
+ * @param localAddress - the loopback address to connect from (a client address of the test's choice).
+ */
+export async function send(gateway: Gateway, raw: string | string[], localAddress?: string): Promise<RawResponse> {
+  return exchange({ url: gateway.origin, ca: gateway.ca, localAddress }, raw)
+}
+
+/** A JSON body of exactly `size` bytes: a NewPlant whose name fills it. */
+export function bodyOf(size: number, id: number): string {
+  const head = `{"id":${id},"name":"`
+  return `${head}${'n'.repeat(size - head.length - 2)}"}`
+}
+
+/** The response has the `Error` body with `error` equal to `status`, as JSON, and the gateway's request id. */
+export function errorBody(t: Test, response: RawResponse, status: number): void {
+  t.equal(response.statusCode, status, `status ${status}`)
+  t.match(response.headers['content-type'], /^application\/json/, 'JSON')
+  let body: unknown
+  t.doesNotThrow(() => (body = JSON.parse(response.body)), `valid JSON: ${response.body}`)
+  t.ok(isErrorBody(body), `the Error schema: ${response.body}`)
+  t.equal((body as { error?: unknown } | undefined)?.error, status, 'error equals the status')
+  t.match(response.headers['x-request-id'], /^[0-9a-f]{32}$/, "the gateway's request id")
+}
+
+/**
+ * Who answered `response`, from the gateway's access log: `upstream` is the replica
+ * (`host:port`, several separated by `, ` when one was tried before another) or empty
+ * when the gateway answered itself; `upstreamStatus` is that replica's status.
+ */
+export async function answeredBy(gateway: Gateway, response: RawResponse): Promise<{ upstream: string; upstreamStatus: string }> {
+  const entry = await gateway.accessEntry(response.headers['x-request-id']!)
+  return { upstream: entry.upstream as string, upstreamStatus: entry.upstreamStatus as string }
+}

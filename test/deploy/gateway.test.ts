@@ -1,0 +1,254 @@
+/**
+ * The example gateway (`deploy/nginx/`, real nginx, TLS with the test's self-signed
+ * certificate, the service under its path prefix) in front of two containers of the
+ * image (real podman, hardened) on one PostgreSQL, as an operator runs them: each
+ * replica trusts `X-Forwarded-*` from the gateway's address as the containers see it
+ * (the host's address on podman's bridge), and nothing else.
+ *
+ * Through it: the contract (create, replay, conflict, the service's own errors with
+ * their headers), both replicas serving over kept-alive connections, the client's
+ * address in the replicas' logs and as the key of the failed-authentication limit
+ * (unspoofable), the body limit (the gateway's 413), Swagger UI in Chromium, and
+ * the gateway's 502 once every replica is stopped. What nginx answers by itself,
+ * with nothing behind it, is `test/gateway.test.ts`.
+ *
+ * Needs podman (and the image: see `podman.ts`), nginx, openssl, socat, Chromium
+ * and PostgreSQL at 127.0.0.1:5432; without them it fails, it does not skip.
+ * Screenshots of the authorized runs go to `artifacts/swagger-ui-gateway*.png`.
+ *
+ * @module
+ */
+import { Agent, request } from 'node:https'
+import t from 'tap'
+import { loadConfig } from '../../service/config.js'
+import { contractViolations } from '../helper.js'
+import { exchange, type RawResponse } from '../raw-http.js'
+import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from './gateway-client.js'
+import { GATEWAY_PREFIX, startGateway } from './nginx.js'
+import { imageUnderTest, podman } from './podman.js'
+import { bridgeGateway, logLines, randomToken, type Replica, requestLine, SERVICE_PORT, startReplicas } from './replicas.js'
+import { createsPlantThroughGateway, launchChromium, screenshotPath } from './swagger-ui.js'
+
+// A cold build of the image takes minutes on 2 cores; the checks themselves about one.
+t.setTimeout(20 * 60_000)
+
+/** Loopback addresses of two clients, neither the gateway's. */
+const CLIENT = '127.0.0.2'
+const OTHER_CLIENT = '127.0.0.3'
+/** Failed authentications a replica takes from one client address per window before it answers 429. */
+const FAILURE_LIMIT = 3
+
+const token = randomToken()
+const AUTHORIZED = authorized(token)
+const WRONG_TOKEN = randomToken()
+const { bodyLimit } = loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: token })
+
+const [image, bridge, browser] = await Promise.all([imageUnderTest(), bridgeGateway(), launchChromium(t)])
+const replicas = await startReplicas(t, {
+  image,
+  count: 2,
+  token,
+  env: {
+    TRUST_PROXY: bridge.gateway,
+    AUTH_FAILURE_LIMIT_MAX: String(FAILURE_LIMIT),
+    // Long enough that no window ends while the test runs.
+    AUTH_FAILURE_LIMIT_WINDOW_MS: '3600000',
+    // A busy test machine's event loop is not an overload of the service.
+    LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+  },
+})
+const upstreams = replicas.map((replica) => replica.upstream)
+const gateway = await startGateway(t, { upstreams })
+
+/** The replica whose upstream (`address:port`) is `upstream`. */
+function replicaAt(upstream: string): Replica {
+  const replica = replicas.find((candidate) => candidate.upstream === upstream)
+  if (replica === undefined) throw new Error(`no replica at ${upstream} (replicas: ${upstreams.join(', ')})`)
+  return replica
+}
+
+/** POST /plants with `body` straight to `replica`'s published port, from the host. */
+async function direct(replica: Replica, body: string, headers = AUTHORIZED): Promise<RawResponse> {
+  return exchange({ url: replica.url }, post(body, headers, '/plants'))
+}
+
+t.test('through the gateway: create 200 on both replicas, each over one kept-alive connection; replay 200 with the same body on either; conflict 409', async (t) => {
+  // One client connection: one nginx worker, so each replica should see one connection from it.
+  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.ca })
+  t.teardown(() => agent.destroy())
+  const created = new Map<number, { body: string; requestId: string }>()
+  for (let id = 1; id <= 8; id++) {
+    const body = JSON.stringify({ id, name: `Fern ${id}` })
+    const response = await new Promise<{ status: number; body: string; requestId: string }>((resolve, reject) => {
+      const sent = request(`${gateway.url}/plants`, { method: 'POST', agent, headers: { ...AUTHORIZED, 'content-length': Buffer.byteLength(body) } }, (incoming) => {
+        let text = ''
+        incoming.on('data', (chunk: Buffer) => (text += chunk.toString()))
+        incoming.on('end', () => resolve({ status: incoming.statusCode!, body: text, requestId: String(incoming.headers['x-request-id']) }))
+      })
+      sent.on('error', reject)
+      sent.end(body)
+    })
+    t.equal(response.status, 200, `create ${id}`)
+    t.strictSame(JSON.parse(response.body), { name: `Fern ${id}` })
+    created.set(id, response)
+  }
+  const servedBy = new Map<number, Replica>()
+  for (const [id, { requestId }] of created) {
+    const { line, replica } = await requestLine(replicas, requestId)
+    t.equal(line.req?.remoteAddress, '127.0.0.1', `create ${id}: the client's address in the log of the replica that served it`)
+    servedBy.set(id, replica)
+  }
+  for (const replica of replicas) {
+    const ids = [...servedBy].filter(([, by]) => by === replica).map(([id]) => id)
+    t.ok(ids.length > 0, `${replica.name} served creates ${ids.join(', ')} (its own log)`)
+    const ports = new Set(await Promise.all(ids.map(async (id) => (await requestLine([replica], created.get(id)!.requestId)).line.req?.remotePort)))
+    t.equal(ports.size, 1, `${replica.name}: its ${ids.length} requests came over one connection from the gateway`)
+  }
+
+  for (const [id, first] of created) {
+    const replay = await send(gateway, post(JSON.stringify({ id, name: `Fern ${id}` }), AUTHORIZED))
+    t.equal(replay.statusCode, 200, `replay ${id} through the gateway`)
+    t.equal(replay.body, first.body, 'the same body')
+    // The other replica has it too: one database.
+    const other = replicas.find((replica) => replica !== servedBy.get(id))!
+    const there = await direct(other, JSON.stringify({ id, name: `Fern ${id}` }))
+    t.same([there.statusCode, there.body], [200, first.body], `replay ${id} on the replica that did not create it: 200, the same body`)
+  }
+  const conflict = await send(gateway, post('{"id":1,"name":"Moss"}', AUTHORIZED))
+  errorBody(t, conflict, 409)
+  t.same(contractViolations(conflict), [])
+})
+
+t.test("the service's own errors pass through the gateway unchanged, with their headers", async (t) => {
+  const cases: Array<[string, string, number, Record<string, RegExp>]> = [
+    ['no token', post('{"id":401,"name":"Fern"}', { 'Content-Type': 'application/json' }), 401, { 'www-authenticate': /^Bearer realm=/ }],
+    ['text/plain', post('{"id":402,"name":"Fern"}', { ...AUTHORIZED, 'Content-Type': 'text/plain' }), 415, {}],
+    ['a string id', post('{"id":"403","name":"Fern"}', AUTHORIZED), 400, {}],
+    ['headers that fit the gateway, not the service (16 KiB with what the gateway adds)', post('{"id":404,"name":"Fern"}', { ...AUTHORIZED, 'X-A': 'a'.repeat(8100), 'X-B': 'b'.repeat(8100) }), 431, {}],
+  ]
+  for (const [what, raw, status, headers] of cases) {
+    const response = await send(gateway, raw)
+    errorBody(t, response, status)
+    t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
+    t.match(response.headers, headers, `${what}: its headers`)
+    t.equal((await answeredBy(gateway, response)).upstreamStatus, String(status), `${what}: answered by a replica`)
+  }
+  const method = await send(gateway, get(PLANTS))
+  errorBody(t, method, 405)
+  t.equal(method.headers.allow, 'POST')
+  const badUrl = await send(gateway, get(`${GATEWAY_PREFIX}/docs/%C0`))
+  errorBody(t, badUrl, 400)
+  t.equal((await answeredBy(gateway, badUrl)).upstreamStatus, '400', 'a malformed UTF-8 escape is the service’s to refuse')
+})
+
+t.test("the client's address reaches the replicas' logs; an X-Forwarded-For the client sends does not", async (t) => {
+  const spoofed = { ...AUTHORIZED, 'X-Forwarded-For': '203.0.113.7', 'X-Real-IP': '203.0.113.7', Forwarded: 'for=203.0.113.7' }
+  for (const [client, id] of [[CLIENT, 100], [OTHER_CLIENT, 101]] as const) {
+    const response = await send(gateway, post(`{"id":${id},"name":"Calathea"}`, spoofed), client)
+    t.equal(response.statusCode, 200)
+    const requestId = response.headers['x-request-id']!
+    t.equal((await gateway.accessEntry(requestId)).client, client, `${client}: in the gateway's log`)
+    const { line, replica } = await requestLine(replicas, requestId)
+    t.equal(line.req?.remoteAddress, client, `${client}: in the log of ${replica.name} (podman logs), with the gateway's request id`)
+  }
+
+  // A peer on the bridge that is not the gateway (another container) is not believed.
+  const [from, to] = replicas as [Replica, Replica]
+  const script = `fetch('http://${to.address}:${SERVICE_PORT}/plants', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7' }, body: '{"id":102,"name":"Calathea"}' })
+    .then((response) => process.stdout.write(response.status + ' ' + response.headers.get('x-request-id')))`
+  const [status, requestId] = (await podman(['exec', from.name, 'node', '-e', script])).split(' ')
+  t.equal(status, '401', 'another container, without a token: 401')
+  const { line } = await requestLine([to], requestId!)
+  t.equal(line.req?.remoteAddress, from.address, "its own address is logged, not the X-Forwarded-For it sent")
+})
+
+t.test('failed authentications are limited per client address: 429 for that address only, never for a valid token, and not spoofable', async (t) => {
+  const wrong = { ...AUTHORIZED, Authorization: `Bearer ${WRONG_TOKEN}` }
+  // Each replica counts on its own (no RATE_LIMIT_REDIS_URL): through the gateway an
+  // address gets FAILURE_LIMIT failures on each before both answer 429.
+  const answers = new Map<string, number[]>(upstreams.map((upstream) => [upstream, []]))
+  const exhausted = (): boolean => [...answers.values()].every((statuses) => statuses.includes(429))
+  for (let attempt = 0; attempt < 10 * FAILURE_LIMIT && !exhausted(); attempt++) {
+    const response = await send(gateway, post(`{"id":${500 + attempt},"name":"Fern"}`, wrong), CLIENT)
+    answers.get((await answeredBy(gateway, response)).upstream)!.push(response.statusCode)
+    if (response.statusCode === 429) {
+      errorBody(t, response, 429)
+      t.match(response.headers['retry-after'], /^[1-9]\d*$/, 'Retry-After in seconds')
+      t.same(contractViolations(response), [])
+    }
+  }
+  for (const [upstream, statuses] of answers) {
+    const first429 = statuses.indexOf(429)
+    t.same(statuses.slice(0, FAILURE_LIMIT + 1), [...Array<number>(FAILURE_LIMIT).fill(401), 429], `${replicaAt(upstream).name}: ${FAILURE_LIMIT} times 401, then 429`)
+    t.ok(statuses.slice(first429).every((status) => status === 429), 'and 429 after that')
+  }
+
+  const statuses = async (client: string, headers: Record<string, string>, count: number): Promise<number[]> => {
+    const result: number[] = []
+    // One after the other: the gateway spreads them over both replicas.
+    for (let i = 0; i < count; i++) result.push((await send(gateway, post(`{"id":${600 + i},"name":"Fern"}`, headers), client)).statusCode)
+    return result
+  }
+  t.same(await statuses(CLIENT, { ...wrong, 'X-Forwarded-For': '198.51.100.9', Forwarded: 'for=198.51.100.9' }, 4), [429, 429, 429, 429], 'a forwarded address of its choice does not reset it')
+  t.same(await statuses(OTHER_CLIENT, wrong, 2), [401, 401], 'another client address is not refused')
+  t.same(await statuses(CLIENT, AUTHORIZED, 4), [200, 200, 200, 200], 'the same address with the valid token is served')
+})
+
+t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the Error body from the gateway, before authentication', async (t) => {
+  const fits = await send(gateway, post(bodyOf(bodyLimit, 200), AUTHORIZED))
+  t.equal(fits.statusCode, 200, `${bodyLimit} bytes are stored`)
+  t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
+
+  const tooLarge = bodyOf(bodyLimit + 1, 201)
+  const chunked = `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
+  for (const [what, raw] of [
+    ['with a token', post(tooLarge, AUTHORIZED)],
+    ['without a token', post(tooLarge, { 'Content-Type': 'application/json' })],
+    ['chunked, without Content-Length', chunked],
+  ] as const) {
+    const response = await send(gateway, raw)
+    errorBody(t, response, 413)
+    t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
+    t.equal((await answeredBy(gateway, response)).upstream, '', `${what}: answered by the gateway, nothing forwarded`)
+  }
+  const itself = await direct(replicas[0]!, tooLarge)
+  t.equal(itself.statusCode, 413)
+  t.equal(itself.body, (await send(gateway, post(tooLarge, AUTHORIZED))).body, "the service's own 413 has the same body")
+})
+
+for (const [docsPath, id, name, screenshot] of [
+  [`${GATEWAY_PREFIX}/docs/`, 4444, 'Calathea orbifolia', 'swagger-ui-gateway.png'],
+  // @fastify/swagger-ui 6.1 links its assets from the service root (/docs/static/…) unless
+  // the URL ends in '/' (lib/index-html.js); the service redirects /docs to the relative docs/.
+  [`${GATEWAY_PREFIX}/docs`, 4545, 'Pilea peperomioides', 'swagger-ui-gateway-no-slash.png'],
+] as const) {
+  t.test(`Swagger UI at ${docsPath} in Chromium: Authorize, Try it out → Execute creates the plant through the gateway`, async (t) => {
+    await createsPlantThroughGateway(t, browser, gateway, { docsPath, token, plant: { id, name, tag: 'shade' }, screenshot: screenshotPath(screenshot) })
+  })
+}
+
+t.test('no token, valid or not, is in any replica’s log', async (t) => {
+  for (const replica of replicas) {
+    const logs = await replica.logs()
+    t.ok((await logLines(replica)).length > 0, `${replica.name} logged`)
+    t.notMatch(logs, token, `${replica.name}: not the valid token`)
+    t.notMatch(logs, WRONG_TOKEN, `${replica.name}: not a wrong one`)
+  }
+})
+
+// Last: it stops the replicas.
+t.test('a stopped replica is skipped for the other; with both stopped the gateway answers 502 with the Error body', async (t) => {
+  const [first, second] = replicas as [Replica, Replica]
+  await podman(['stop', first.name])
+  for (let id = 700; id < 704; id++) {
+    const response = await send(gateway, post(`{"id":${id},"name":"Fern"}`, AUTHORIZED))
+    const { upstream } = await answeredBy(gateway, response)
+    t.equal(response.statusCode, 200, `create ${id}: 200 in ${response.elapsedMs} ms`)
+    t.equal(upstream.split(', ').at(-1), second.upstream, `create ${id}: answered by the live replica (tried: ${upstream})`)
+  }
+  await podman(['stop', second.name])
+  const response = await send(gateway, post('{"id":710,"name":"Fern"}', AUTHORIZED))
+  errorBody(t, response, 502)
+  t.same(contractViolations(response), [])
+  t.comment(`502 after ${response.elapsedMs} ms`)
+})
