@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { type Container, createVolume, imageUnderTest, podman, runContainer, type TestContext, waitUntil } from './podman.js'
+import { hardened } from './replicas.js'
 
 // A cold build of the image takes minutes on 2 cores; the checks themselves under one.
 t.setTimeout(20 * 60_000)
@@ -34,31 +35,14 @@ t.teardown(() => rmSync(secrets, { recursive: true, force: true }))
 const tokensFile = join(secrets, 'plant_store_tokens')
 writeFileSync(tokensFile, `${token}\n`, { mode: 0o444 })
 
-/**
- * `podman run` options of a hardened deployment: a read-only root file system with
- * no writable tmpfs (as `docker run --read-only`; podman alone would add tmpfs on
- * /tmp, /var/tmp and /run), no capabilities, no privilege gain, the tokens from a
- * read-only secret file, `/data` on `volume`, and `env` on top.
- */
-function hardened(volume: string, env: Record<string, string> = {}): string[] {
-  return [
-    '--read-only',
-    '--read-only-tmpfs=false',
-    '--cap-drop=ALL',
-    '--security-opt=no-new-privileges',
-    '--volume',
-    `${tokensFile}:/run/secrets/plant_store_tokens:ro`,
-    '--env',
-    'PLANT_STORE_TOKENS_FILE=/run/secrets/plant_store_tokens',
-    '--volume',
-    `${volume}:/data`,
-    ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
-  ]
+/** {@link hardened} options, `/data` on `volume`, and `env` on top. */
+function hardenedOn(volume: string, env: Record<string, string> = {}): string[] {
+  return [...hardened(tokensFile), '--volume', `${volume}:/data`, ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`])]
 }
 
 /** Starts the image hardened on a fresh volume (or `volume`). */
 async function start(t: TestContext, volume?: string, env?: Record<string, string>): Promise<Container> {
-  return runContainer(t, image, hardened(volume ?? (await createVolume(t)), env))
+  return runContainer(t, image, hardenedOn(volume ?? (await createVolume(t)), env))
 }
 
 /** The JSON text of a NewPlant. */
