@@ -8,7 +8,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, contractViolations, OTHER_TOKEN, TOKEN } from './helper.js'
+import { build, contractViolations, OTHER_TOKEN, TOKEN } from '../helpers/app.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="plant-store", error="invalid_token"'

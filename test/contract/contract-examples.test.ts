@@ -12,9 +12,9 @@
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
-import { loadContract } from '../service/contract.js'
-import { build, closedPort, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from './helper.js'
-import { exchange } from './raw-http.js'
+import { loadContract } from '../../service/contract.js'
+import { build, closedPort, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
+import { exchange } from '../helpers/raw-http.js'
 
 const contract = loadContract()
 const createPlant = contract.paths['/plants']!.post!
@@ -49,7 +49,7 @@ const post = (payload: unknown, headers: Record<string, string> = JSON_HEADERS) 
 
 /** The body the example gateway returns for `status`, from its configuration. */
 function gatewayAnswer(status: number): Answer {
-  const errors = readFileSync(new URL('../deploy/nginx/errors.conf', import.meta.url), 'utf8')
+  const errors = readFileSync(new URL('../../deploy/nginx/errors.conf', import.meta.url), 'utf8')
   const body = new RegExp(`^\\s*return ${status} '(.*)';$`, 'm').exec(errors)?.[1]
   if (body === undefined) throw new Error(`deploy/nginx/errors.conf returns no body for ${status}`)
   return { statusCode: status, headers: {}, body }

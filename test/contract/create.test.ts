@@ -13,8 +13,8 @@ import SQLite from 'better-sqlite3'
 import type { FastifyInstance } from 'fastify'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { SQLITE_FILE } from '../service/store/database.js'
-import { build, contractViolations, freshStore, JSON_HEADERS } from './helper.js'
+import { SQLITE_FILE } from '../../service/store/database.js'
+import { build, contractViolations, freshStore, JSON_HEADERS } from '../helpers/app.js'
 
 type StoreRef = Awaited<ReturnType<typeof freshStore>>
 interface Row {

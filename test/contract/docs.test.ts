@@ -7,9 +7,9 @@
  */
 import t from 'tap'
 import { parse } from 'yaml'
-import { DOCS_PREFIX } from '../service/app.js'
-import { loadContract } from '../service/contract.js'
-import { build } from './helper.js'
+import { DOCS_PREFIX } from '../../service/app.js'
+import { loadContract } from '../../service/contract.js'
+import { build } from '../helpers/app.js'
 
 t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is kept', async (t) => {
   const app = await build(t)

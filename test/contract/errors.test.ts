@@ -9,8 +9,8 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
-import { loadContract } from '../service/contract.js'
-import { build, contractViolations, dropPlantTable, freshStore, JSON_HEADERS } from './helper.js'
+import { loadContract } from '../../service/contract.js'
+import { build, contractViolations, dropPlantTable, freshStore, JSON_HEADERS } from '../helpers/app.js'
 
 /** The contract's `Error` schema, for responses outside `POST /plants` (404, 405). */
 const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error

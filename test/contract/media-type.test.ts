@@ -8,8 +8,8 @@
  */
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { UNSUPPORTED_MEDIA_TYPE } from '../service/errors.js'
-import { build, contractViolations, TOKEN } from './helper.js'
+import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.js'
+import { build, contractViolations, TOKEN } from '../helpers/app.js'
 
 const AUTHORIZATION = { authorization: `Bearer ${TOKEN}` }
 const PLANT = '{"id":1,"name":"Fern","tag":"shade"}'

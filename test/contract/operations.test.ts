@@ -4,7 +4,7 @@
  */
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { build, JSON_HEADERS } from './helper.js'
+import { build, JSON_HEADERS } from '../helpers/app.js'
 
 /** A pino destination that keeps every log line, parsed. */
 function logSink(): { stream: Writable; lines: Record<string, unknown>[] } {

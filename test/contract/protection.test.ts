@@ -6,9 +6,9 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createApp } from '../service/app.js'
-import { loadConfig } from '../service/config.js'
-import { build, contractViolations, freshStore, JSON_HEADERS, OTHER_TOKEN, testConfig, TOKEN } from './helper.js'
+import { createApp } from '../../service/app.js'
+import { loadConfig } from '../../service/config.js'
+import { build, contractViolations, freshStore, JSON_HEADERS, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
 
 const create = (token: string, id: number) => ({
   method: 'POST' as const,

@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, contractViolations, JSON_HEADERS } from './helper.js'
+import { build, contractViolations, JSON_HEADERS } from '../helpers/app.js'
 
 /** POSTs raw JSON text and checks the response against the contract. */
 async function create(t: Test, app: FastifyInstance, json: string) {

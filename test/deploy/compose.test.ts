@@ -28,7 +28,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
-import { imageUnderTest, podman, waitUntil } from './podman.js'
+import { imageUnderTest, podman, waitUntil } from '../helpers/podman.js'
 
 // A cold build of the image takes minutes on 2 cores; compose itself under a minute.
 t.setTimeout(20 * 60_000)

@@ -21,13 +21,13 @@
 import { Agent, request } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
-import { contractViolations } from '../helper.js'
-import { exchange, type RawResponse } from '../raw-http.js'
-import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from './gateway-client.js'
-import { GATEWAY_PREFIX, startGateway } from './nginx.js'
-import { imageUnderTest, podman } from './podman.js'
-import { bridgeGateway, logLines, randomToken, type Replica, requestLine, SERVICE_PORT, startReplicas } from './replicas.js'
-import { createsPlantThroughGateway, launchChromium, screenshotPath } from './swagger-ui.js'
+import { contractViolations } from '../helpers/app.js'
+import { exchange, type RawResponse } from '../helpers/raw-http.js'
+import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
+import { GATEWAY_PREFIX, startGateway } from '../helpers/nginx.js'
+import { imageUnderTest, podman } from '../helpers/podman.js'
+import { bridgeGateway, logLines, randomToken, type Replica, requestLine, SERVICE_PORT, startReplicas } from '../helpers/replicas.js'
+import { createsPlantThroughGateway, launchChromium, screenshotPath } from '../helpers/swagger-ui.js'
 
 // A cold build of the image takes minutes on 2 cores; the checks themselves about one.
 t.setTimeout(20 * 60_000)

@@ -22,10 +22,10 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from './deploy/gateway-client.js'
-import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from './deploy/nginx.js'
-import { contractViolations, testConfig, TOKEN } from './helper.js'
-import { exchange } from './raw-http.js'
+import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
+import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
+import { contractViolations, testConfig, TOKEN } from '../helpers/app.js'
+import { exchange } from '../helpers/raw-http.js'
 
 const { bodyLimit, keepAliveTimeoutMs, headersTimeoutMs } = testConfig()
 /** Another loopback address for the client, so that its address and the gateway's differ. */

@@ -12,8 +12,8 @@
  * @module
  */
 import t from 'tap'
-import { createsPlant, isolatedPage, launchChromium, noMisdeeds, screenshotPath, tryItOut, docsShown, authorize } from './deploy/swagger-ui.js'
-import { listen, TOKEN } from './helper.js'
+import { createsPlant, isolatedPage, launchChromium, noMisdeeds, screenshotPath, tryItOut, docsShown, authorize } from '../helpers/swagger-ui.js'
+import { listen, TOKEN } from '../helpers/app.js'
 
 // Starting Chromium and rendering Swagger UI can outlast tap's default 30 s on a busy runner.
 t.setTimeout(120_000)

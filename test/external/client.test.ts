@@ -8,8 +8,8 @@
  */
 import createClient from 'openapi-fetch'
 import t from 'tap'
-import type { components, paths } from '../service/generated/openapi.js'
-import { listen, TOKEN } from './helper.js'
+import type { components, paths } from '../../service/generated/openapi.js'
+import { listen, TOKEN } from '../helpers/app.js'
 
 type Plant = components['schemas']['Plant']
 type ErrorBody = components['schemas']['Error']

@@ -41,8 +41,8 @@ import { fileURLToPath } from 'node:url'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
-import { CONTRACT_URL, loadContract } from '../service/contract.js'
-import { closedPort, listen, TOKEN, type TestContext } from './helper.js'
+import { CONTRACT_URL, loadContract } from '../../service/contract.js'
+import { closedPort, listen, TOKEN, type TestContext } from '../helpers/app.js'
 
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')

@@ -18,8 +18,8 @@ import { Ajv2020 } from 'ajv/dist/2020.js'
 import fc from 'fast-check'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
-import { loadContract } from '../service/contract.js'
-import { build, contractViolations, JSON_HEADERS, OTHER_TOKEN } from './helper.js'
+import { loadContract } from '../../service/contract.js'
+import { build, contractViolations, JSON_HEADERS, OTHER_TOKEN } from '../helpers/app.js'
 
 /** The seed used unless `FC_SEED` says otherwise. */
 const DEFAULT_SEED = 20260521

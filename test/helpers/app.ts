@@ -15,10 +15,10 @@ import SQLite from 'better-sqlite3'
 import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
 import pg from 'pg'
 import type { Test } from 'tap'
-import { type AppConfig, createApp } from '../service/app.js'
-import { loadConfig } from '../service/config.js'
-import { loadContract } from '../service/contract.js'
-import { SQLITE_FILE, type StoreOptions } from '../service/store/database.js'
+import { type AppConfig, createApp } from '../../service/app.js'
+import { loadConfig } from '../../service/config.js'
+import { loadContract } from '../../service/contract.js'
+import { SQLITE_FILE, type StoreOptions } from '../../service/store/database.js'
 
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>

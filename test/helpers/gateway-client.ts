@@ -9,7 +9,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { Test } from 'tap'
 import { loadContract } from '../../service/contract.js'
-import { exchange, type RawResponse } from '../raw-http.js'
+import { exchange, type RawResponse } from './raw-http.js'
 import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
 
 /** The public path of `POST /plants` through the gateway. */

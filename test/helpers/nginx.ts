@@ -22,7 +22,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import type { TestContext } from '../helper.js'
+import type { TestContext } from './app.js'
 
 /** Debian's nginx. */
 export const NGINX = '/usr/sbin/nginx'

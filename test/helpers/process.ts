@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { createServer, type Server, type Socket, connect } from 'node:net'
-import { LIMITS_OFF, type TestContext } from './helper.js'
+import { LIMITS_OFF, type TestContext } from './app.js'
 
 /** A running service process. */
 export interface ServiceProcess {

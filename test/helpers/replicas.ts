@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { postgresSchema, type TestContext } from '../helper.js'
+import { postgresSchema, type TestContext } from './app.js'
 import { freePort } from './nginx.js'
 import { type Container, podman, runContainer, waitUntil } from './podman.js'
 

@@ -12,11 +12,11 @@ import { Writable } from 'node:stream'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import type { AppConfig } from '../service/app.js'
-import { loadContract } from '../service/contract.js'
-import { clientErrorHandler } from '../service/errors.js'
-import { build, contractViolations, TOKEN } from './helper.js'
-import { exchange, open, type RawResponse } from './raw-http.js'
+import type { AppConfig } from '../../service/app.js'
+import { loadContract } from '../../service/contract.js'
+import { clientErrorHandler } from '../../service/errors.js'
+import { build, contractViolations, TOKEN } from '../helpers/app.js'
+import { exchange, open, type RawResponse } from '../helpers/raw-http.js'
 
 const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error
 const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile(errorSchema)

@@ -13,10 +13,10 @@ import { join } from 'node:path'
 import { Writable } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
-import { createApp } from '../service/app.js'
-import { PROBE_FILE, SQLITE_FILE } from '../service/store/database.js'
-import { contractViolations, JSON_HEADERS, testConfig, TOKEN } from './helper.js'
-import { runToExit } from './process-helper.js'
+import { createApp } from '../../service/app.js'
+import { PROBE_FILE, SQLITE_FILE } from '../../service/store/database.js'
+import { contractViolations, JSON_HEADERS, testConfig, TOKEN } from '../helpers/app.js'
+import { runToExit } from '../helpers/process.js'
 
 /** nobody:nogroup on Debian. */
 const NOBODY = { uid: 65534, gid: 65534 }

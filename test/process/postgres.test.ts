@@ -6,11 +6,11 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createApp } from '../service/app.js'
-import { migrateToLatest } from '../service/store/migrate.js'
-import { openStore } from '../service/store/database.js'
-import { contractViolations, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from './helper.js'
-import { cuttableProxy, startService } from './process-helper.js'
+import { createApp } from '../../service/app.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
+import { openStore } from '../../service/store/database.js'
+import { contractViolations, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { cuttableProxy, startService } from '../helpers/process.js'
 
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
 

@@ -4,8 +4,8 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from './helper.js'
-import { runToExit, startService } from './process-helper.js'
+import { TOKEN } from '../helpers/app.js'
+import { runToExit, startService } from '../helpers/process.js'
 
 const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
 

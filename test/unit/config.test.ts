@@ -10,7 +10,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig, settingsSchema } from '../service/config.js'
+import { ConfigError, loadConfig, settingsSchema } from '../../service/config.js'
 
 const A = 'token-a-0123456789abcdef'
 const B = 'token-b-0123456789abcdef'
@@ -254,7 +254,7 @@ t.test('the failed-authentication limit: 20 per minute per address by default, 0
 
 t.test("README.md's configuration table lists every setting with the schema's default and description", async (t) => {
   const header = '| Variable | Default | Meaning |'
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8').split('\n')
+  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n')
   const start = readme.indexOf(header)
   t.not(start, -1, `README.md has the table ("${header}")`)
   const end = readme.findIndex((line, index) => index > start && !line.startsWith('|'))

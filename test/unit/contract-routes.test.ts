@@ -6,9 +6,9 @@ import { Writable } from 'node:stream'
 import Fastify, { type RouteOptions } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { addMethodNotAllowed, authenticateFirst, requireBody } from '../service/contract-routes.js'
-import { errorHandler } from '../service/errors.js'
-import { loggerOptions } from '../service/logging.js'
+import { addMethodNotAllowed, authenticateFirst, requireBody } from '../../service/contract-routes.js'
+import { errorHandler } from '../../service/errors.js'
+import { loggerOptions } from '../../service/logging.js'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
   t.equal(loggerOptions('info', false).transport, undefined)

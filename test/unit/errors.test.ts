@@ -6,7 +6,7 @@
  */
 import { errorCodes } from 'fastify'
 import t from 'tap'
-import { HttpError, UNSUPPORTED_MEDIA_TYPE, UnauthorizedError, toErrorResponse } from '../service/errors.js'
+import { HttpError, UNSUPPORTED_MEDIA_TYPE, UnauthorizedError, toErrorResponse } from '../../service/errors.js'
 
 /** Shaped like fastify-openapi-glue's SecurityError (exported by glue as a type only). */
 function securityError(errors: unknown[]): Error {

@@ -3,11 +3,11 @@
  * own durable outcome (created, replayed, conflict), including when a batch fails.
  */
 import t from 'tap'
-import { GroupCommit } from '../service/store/group-commit.js'
-import { openStore } from '../service/store/database.js'
-import { migrateToLatest } from '../service/store/migrate.js'
-import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../service/store/plant-repository.js'
-import { freshStore, storeOptions, TEST_DATABASE_URL } from './helper.js'
+import { GroupCommit } from '../../service/store/group-commit.js'
+import { openStore } from '../../service/store/database.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
+import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../../service/store/plant-repository.js'
+import { freshStore, storeOptions, TEST_DATABASE_URL } from '../helpers/app.js'
 
 async function repository(t: Parameters<typeof freshStore>[0]) {
   const store = openStore(storeOptions(await freshStore(t)))

@@ -6,8 +6,8 @@
  * @module
  */
 import t from 'tap'
-import { HttpError } from '../service/errors.js'
-import { exactInteger, int64Format, parseJsonBody } from '../service/json-body.js'
+import { HttpError } from '../../service/errors.js'
+import { exactInteger, int64Format, parseJsonBody } from '../../service/json-body.js'
 
 const OUT_OF_INT64 = 2 ** 63 + 2048
 

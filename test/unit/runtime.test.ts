@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs'
 import semver from 'semver'
 import t from 'tap'
 
-const read = (file: string): string => readFileSync(new URL(`../${file}`, import.meta.url), 'utf8')
+const read = (file: string): string => readFileSync(new URL(`../../${file}`, import.meta.url), 'utf8')
 const release = read('.node-version').trim()
 const line = semver.major(release)
 const pkg = JSON.parse(read('package.json')) as {

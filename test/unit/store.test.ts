@@ -7,11 +7,11 @@ import SQLite from 'better-sqlite3'
 import { sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import t from 'tap'
-import { createApp } from '../service/app.js'
-import { openStore, SQLITE_FILE } from '../service/store/database.js'
-import { migrateToLatest } from '../service/store/migrate.js'
-import { migrations } from '../service/store/migrations/index.js'
-import { POSTGRES_URL, storeOptions, testConfig } from './helper.js'
+import { createApp } from '../../service/app.js'
+import { openStore, SQLITE_FILE } from '../../service/store/database.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
+import { migrations } from '../../service/store/migrations/index.js'
+import { POSTGRES_URL, storeOptions, testConfig } from '../helpers/app.js'
 
 t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not', async (t) => {
   const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: POSTGRES_URL }))
