@@ -6,31 +6,9 @@
  *
  * @module
  */
-import { Ajv2020 } from 'ajv/dist/2020.js'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
-import t, { type Test } from 'tap'
-import { loadContract } from '../../service/contract.js'
-import { build, contractViolations, dropPlantTable, freshStore, JSON_HEADERS } from '../helpers/app.js'
-
-/** The contract's `Error` schema, for responses outside `POST /plants` (404, 405). */
-const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error
-const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile(errorSchema)
-
-/** Checks that a response has the `Error` body with `error` equal to its status. */
-function assertErrorBody(t: Test, response: LightMyRequestResponse, status: number): void {
-  t.equal(response.statusCode, status)
-  t.match(response.headers['content-type'], /^application\/json/)
-  const body: unknown = response.json()
-  t.ok(isErrorBody(body), `the Error schema: ${JSON.stringify(isErrorBody.errors)}`)
-  t.equal((body as { error: unknown }).error, status, 'error equals the status')
-}
-
-/** POSTs to /plants and checks the response against the contract. */
-async function create(t: Test, app: FastifyInstance, headers: Record<string, string>, payload: string) {
-  const response = await app.inject({ method: 'POST', url: '/plants', headers, payload })
-  t.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
-  return response
-}
+import t from 'tap'
+import { build, dropPlantTable, freshStore, JSON_HEADERS } from '../helpers/app.js'
+import { assertErrorBody, postPlant } from '../helpers/contract.js'
 
 t.test('an unknown route is 404 with the Error body', async (t) => {
   const app = await build(t)
@@ -65,9 +43,9 @@ t.test('HEAD /plants is 405 with Allow: POST', async (t) => {
 t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t) => {
   const store = await freshStore(t)
   const app = await build(t, store)
-  t.equal((await create(t, app, JSON_HEADERS, '{"id":1,"name":"Fern"}')).statusCode, 200)
+  t.equal((await postPlant(t, app, '{"id":1,"name":"Fern"}')).statusCode, 200)
   await dropPlantTable(store)
-  const response = await create(t, app, JSON_HEADERS, '{"id":2,"name":"Fern"}')
+  const response = await postPlant(t, app, '{"id":2,"name":"Fern"}')
   t.equal(response.statusCode, 500)
   t.strictSame(response.json(), { error: 500, message: 'Internal Server Error' })
   t.notMatch(response.body, /plant|insert|select|sqlite|relation|at \w+ \(/i)
@@ -76,7 +54,7 @@ t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t
 t.test('error always equals the status', async (t) => {
   const store = await freshStore(t)
   const app = await build(t, { ...store, bodyLimit: 1024 })
-  t.equal((await create(t, app, JSON_HEADERS, '{"id":1,"name":"Fern"}')).statusCode, 200)
+  t.equal((await postPlant(t, app, '{"id":1,"name":"Fern"}')).statusCode, 200)
   const cases: Array<[number, Record<string, string>, string]> = [
     [400, JSON_HEADERS, '{"id":"1","name":"Fern"}'],
     [400, JSON_HEADERS, '{'],
@@ -86,7 +64,7 @@ t.test('error always equals the status', async (t) => {
     [415, { ...JSON_HEADERS, 'content-type': 'text/plain' }, '{"id":1,"name":"Fern"}'],
   ]
   for (const [status, headers, payload] of cases) {
-    const response = await create(t, app, headers, payload)
+    const response = await postPlant(t, app, payload, headers)
     assertErrorBody(t, response, status)
   }
 })

@@ -2,21 +2,8 @@
  * Operating behind a gateway: probes, metrics, request ids, draining, timeouts,
  * trusted proxies. Outside the public contract.
  */
-import { Writable } from 'node:stream'
 import t from 'tap'
-import { build, JSON_HEADERS } from '../helpers/app.js'
-
-/** A pino destination that keeps every log line, parsed. */
-function logSink(): { stream: Writable; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
-  })
-  return { stream, lines }
-}
+import { build, JSON_HEADERS, logSink } from '../helpers/app.js'
 
 t.test('liveness and readiness answer 200 with no token, and are not in the public document', async (t) => {
   const app = await build(t)

@@ -8,7 +8,8 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
-import { build, contractViolations, freshStore, JSON_HEADERS, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
+import { build, freshStore, JSON_HEADERS, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
+import { contractViolations } from '../helpers/contract.js'
 
 const create = (token: string, id: number) => ({
   method: 'POST' as const,
@@ -201,7 +202,11 @@ t.test('security headers on every response, with a policy Swagger UI works under
 t.test('CORS is off by default', async (t) => {
   const app = await build(t)
   const response = await app.inject({ ...create(TOKEN, 1), headers: { ...create(TOKEN, 1).headers, origin: 'https://ui.example' } })
-  t.equal(response.headers['access-control-allow-origin'], undefined)
+  t.equal(response.statusCode, 200, 'served')
+  t.equal(response.headers['access-control-allow-origin'], undefined, 'without an Access-Control-Allow-Origin')
+  const preflight = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { origin: 'https://ui.example', 'access-control-request-method': 'POST' } })
+  t.equal(preflight.statusCode, 405, 'a preflight is an OPTIONS like any other: 405')
+  t.equal(preflight.headers['access-control-allow-origin'], undefined)
 })
 
 t.test('CORS for configured origins: preflight and actual requests', async (t) => {
@@ -215,7 +220,9 @@ t.test('CORS for configured origins: preflight and actual requests', async (t) =
   t.equal(preflight.headers['access-control-allow-origin'], 'https://ui.example')
   t.match(preflight.headers['access-control-allow-headers'], /authorization/)
   const actual = await app.inject({ ...create(TOKEN, 1), headers: { ...create(TOKEN, 1).headers, origin: 'https://ui.example' } })
+  t.equal(actual.statusCode, 200)
   t.equal(actual.headers['access-control-allow-origin'], 'https://ui.example')
   const other = await app.inject({ ...create(TOKEN, 2), headers: { ...create(TOKEN, 2).headers, origin: 'https://evil.example' } })
-  t.equal(other.headers['access-control-allow-origin'], undefined)
+  t.equal(other.statusCode, 200, 'another origin is served (CORS binds browsers, not the service)')
+  t.equal(other.headers['access-control-allow-origin'], undefined, 'without its origin allowed')
 })

@@ -5,21 +5,14 @@
  *
  * @module
  */
-import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { build, contractViolations, JSON_HEADERS } from '../helpers/app.js'
-
-/** POSTs raw JSON text and checks the response against the contract. */
-async function create(t: Test, app: FastifyInstance, json: string) {
-  const response = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: json })
-  t.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
-  return response
-}
+import { build } from '../helpers/app.js'
+import { postPlant } from '../helpers/contract.js'
 
 /** Expects a 400 whose message names `body/<field>` (or the missing property). */
 async function rejects(t: Test, json: string, field: RegExp) {
   const app = await build(t)
-  const response = await create(t, app, json)
+  const response = await postPlant(t, app, json)
   t.equal(response.statusCode, 400, json)
   t.match(response.json(), { error: 400, message: field }, 'the message names the field')
 }
@@ -53,9 +46,9 @@ for (const [kind, json] of [
 
 t.test('extra members are accepted and ignored', async (t) => {
   const app = await build(t)
-  const response = await create(t, app, '{"id":1,"name":"Fern","tag":"shade","color":"green","id2":2}')
+  const response = await postPlant(t, app, '{"id":1,"name":"Fern","tag":"shade","color":"green","id2":2}')
   t.equal(response.statusCode, 200)
   t.strictSame(response.json(), { name: 'Fern', tag: 'shade' }, 'the Plant has no extra members')
-  const replay = await create(t, app, '{"id":1,"name":"Fern","tag":"shade"}')
+  const replay = await postPlant(t, app, '{"id":1,"name":"Fern","tag":"shade"}')
   t.equal(replay.statusCode, 200, 'the extras were not stored: the same plant without them is a replay')
 })

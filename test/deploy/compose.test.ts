@@ -7,9 +7,10 @@
  * Nothing in compose.yaml is changed for the test. It runs from a directory of the
  * test's own holding a verbatim copy of compose.yaml and the `secrets/` its
  * instructions make (so no secret is ever written into the repository), under a
- * project name of its own. The image is the one under test (`podman.ts`), tagged
- * with the name compose.yaml gives the image it builds, so podman-compose finds it
- * and does not build it again; the tag it replaced is put back afterwards.
+ * project name of its own. The image is the one under test
+ * (`test/helpers/podman.ts`), tagged with the name compose.yaml gives the image it
+ * builds, so podman-compose finds it and does not build it again; the tag it
+ * replaced is put back afterwards.
  * Health checks run on a timer only under systemd; here the test runs them
  * (`podman healthcheck run`) until they pass.
  *

@@ -10,10 +10,11 @@
  * address in the replicas' logs and as the key of the failed-authentication limit
  * (unspoofable), the body limit (the gateway's 413), Swagger UI in Chromium, and
  * the gateway's 502 once every replica is stopped. What nginx answers by itself,
- * with nothing behind it, is `test/gateway.test.ts`.
+ * with nothing behind it, is `test/deploy/nginx.test.ts`.
  *
- * Needs podman (and the image: see `podman.ts`), nginx, openssl, socat, Chromium
- * and PostgreSQL at 127.0.0.1:5432; without them it fails, it does not skip.
+ * Needs podman (and the image: see `test/helpers/podman.ts`), nginx, openssl,
+ * socat, Chromium and PostgreSQL at 127.0.0.1:5432; without them it fails, it does
+ * not skip.
  * Screenshots of the authorized runs go to `artifacts/swagger-ui-gateway*.png`.
  *
  * @module
@@ -21,7 +22,7 @@
 import { Agent, request } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
-import { contractViolations } from '../helpers/app.js'
+import { contractViolations } from '../helpers/contract.js'
 import { exchange, type RawResponse } from '../helpers/raw-http.js'
 import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, startGateway } from '../helpers/nginx.js'

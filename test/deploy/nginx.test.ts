@@ -24,7 +24,8 @@ import { promisify } from 'node:util'
 import t from 'tap'
 import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
-import { contractViolations, testConfig, TOKEN } from '../helpers/app.js'
+import { testConfig, TOKEN } from '../helpers/app.js'
+import { contractViolations } from '../helpers/contract.js'
 import { exchange } from '../helpers/raw-http.js'
 
 const { bodyLimit, keepAliveTimeoutMs, headersTimeoutMs } = testConfig()

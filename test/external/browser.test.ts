@@ -6,7 +6,7 @@
  *
  * The same through the example gateway in front of the service's containers, under
  * its path prefix, is in `test/deploy/gateway.test.ts`; both drive the page with
- * `test/deploy/swagger-ui.ts`. A screenshot of the authorized run is saved to
+ * `test/helpers/swagger-ui.ts`. A screenshot of the authorized run is saved to
  * `artifacts/swagger-ui.png`.
  *
  * @module

@@ -22,7 +22,8 @@
  *   without `--errors`, whose header still lists every violation;
  * - it parses a JSON body with `JSON.parse` and forwards it re-serialized, so
  *   malformed JSON, duplicate names and ids beyond 2^53 never reach the service
- *   intact; those 400s are covered by `properties.test.ts` and `validation.test.ts`;
+ *   intact; those 400s are covered by `properties.test.ts` and
+ *   `test/contract/validation.test.ts`;
  * - in proxy mode it ignores `servers` (the relative `..` is no obstacle).
  *
  * 503 and 429 come from a second app whose store is unreachable and whose rate

@@ -1,6 +1,7 @@
 /**
- * Test helpers: build the application for one test, and check responses against
- * the schemas openapi.yaml declares for their status.
+ * Test helpers: build the application for one test (`build(t)`, closed when the test
+ * ends) on a store of its own, the test tokens and configuration, PostgreSQL schemas,
+ * and a sink for log lines. Checks against the contract are in `contract.ts`.
  *
  * @module
  */
@@ -10,14 +11,13 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Ajv2020 } from 'ajv/dist/2020.js'
+import { Writable } from 'node:stream'
 import SQLite from 'better-sqlite3'
-import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
-import { loadContract } from '../../service/contract.js'
 import { SQLITE_FILE, type StoreOptions } from '../../service/store/database.js'
 
 /** A test's tap object, as much of it as the helpers need. */
@@ -135,40 +135,6 @@ export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, 
   return app
 }
 
-const contract = loadContract()
-const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true })
-ajv.addFormat('int32', true).addFormat('int64', true)
-ajv.addSchema(contract, 'contract')
-
-/** Resolves a local JSON pointer (`#/a/b`) in the contract. */
-function resolve(pointer: string): Record<string, unknown> {
-  return pointer
-    .slice(2)
-    .split('/')
-    .reduce<unknown>((node, part) => (node as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')], contract) as Record<string, unknown>
-}
-
-/**
- * Checks a response of `POST /plants` against the contract: its status is declared,
- * its content type is the declared one, and its body matches the declared schema.
- *
- * @returns a list of problems; empty when the response conforms.
- */
-export function contractViolations(response: LightMyRequestResponse | { statusCode: number; headers: Record<string, unknown>; body: string }): string[] {
-  const responses = (contract.paths['/plants']!.post as { responses: Record<string, { $ref?: string }> }).responses
-  const declared = responses[String(response.statusCode)]
-  if (declared === undefined) return [`status ${response.statusCode} is not declared`]
-  const pointer = declared.$ref ?? `#/paths/~1plants/post/responses/${response.statusCode}`
-  const media = (resolve(pointer).content as Record<string, unknown>)['application/json']
-  const problems: string[] = []
-  if (!String(response.headers['content-type']).startsWith('application/json')) {
-    problems.push(`content type ${String(response.headers['content-type'])} is not application/json`)
-  }
-  const validate = ajv.getSchema(`contract${pointer}/content/application~1json/schema`) ?? ajv.compile({ $ref: `contract${pointer}/content/application~1json/schema` })
-  if (media === undefined || !validate(JSON.parse(response.body))) problems.push(ajv.errorsText(validate.errors))
-  return problems
-}
-
 /**
  * Builds the application and listens on a free loopback port, for tests over a
  * real socket.
@@ -182,3 +148,22 @@ export async function listen(t: TestContext, overrides: Partial<AppConfig> = {})
 
 /** `onConnectionError` for stores opened directly in tests: a dropped idle connection is not a failure there. */
 export function ignoreConnectionError(): void {}
+
+/** Log lines a logger wrote, parsed: `stream` is its destination (pino JSON lines). */
+export interface LogSink {
+  readonly stream: Writable
+  /** Every line written so far, parsed, in order. */
+  readonly lines: Array<Record<string, unknown>>
+}
+
+/** A pino destination that keeps every log line, parsed. */
+export function logSink(): LogSink {
+  const lines: Array<Record<string, unknown>> = []
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+      done()
+    },
+  })
+  return { stream, lines }
+}

@@ -6,16 +6,13 @@
  *
  * @module
  */
-import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { Test } from 'tap'
-import { loadContract } from '../../service/contract.js'
+import { assertErrorBody } from './contract.js'
 import { exchange, type RawResponse } from './raw-http.js'
 import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
 
 /** The public path of `POST /plants` through the gateway. */
 export const PLANTS = `${GATEWAY_PREFIX}/plants`
-
-const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile((loadContract().components as { schemas: { Error: object } }).schemas.Error)
 
 /** Lines of a request's head: `Name: value\r\n` each. */
 export function lines(headers: Record<string, string>): string {
@@ -55,12 +52,7 @@ export function bodyOf(size: number, id: number): string {
 
 /** The response has the `Error` body with `error` equal to `status`, as JSON, and the gateway's request id. */
 export function errorBody(t: Test, response: RawResponse, status: number): void {
-  t.equal(response.statusCode, status, `status ${status}`)
-  t.match(response.headers['content-type'], /^application\/json/, 'JSON')
-  let body: unknown
-  t.doesNotThrow(() => (body = JSON.parse(response.body)), `valid JSON: ${response.body}`)
-  t.ok(isErrorBody(body), `the Error schema: ${response.body}`)
-  t.equal((body as { error?: unknown } | undefined)?.error, status, 'error equals the status')
+  assertErrorBody(t, response, status)
   t.match(response.headers['x-request-id'], /^[0-9a-f]{32}$/, "the gateway's request id")
 }
 

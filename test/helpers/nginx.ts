@@ -17,12 +17,12 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { createServer, connect } from 'node:net'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import type { TestContext } from './app.js'
+import { closedPort, type TestContext } from './app.js'
 
 /** Debian's nginx. */
 export const NGINX = '/usr/sbin/nginx'
@@ -82,7 +82,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions): Pro
 
   // A port found free may be taken before nginx binds it: try another.
   for (let attempt = 1; ; attempt++) {
-    const port = await freePort()
+    const port = await closedPort()
     writeFileSync(join(dir, 'listen.conf'), `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`)
     const started = await run(t, dir, port)
     if ('child' in started) {
@@ -142,16 +142,6 @@ async function accepts(port: number): Promise<boolean> {
   } finally {
     socket.destroy()
   }
-}
-
-/** A loopback port nothing listens on (at the time of asking). */
-export async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 /**

@@ -8,40 +8,25 @@
  */
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
-import { Writable } from 'node:stream'
-import { Ajv2020 } from 'ajv/dist/2020.js'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppConfig } from '../../service/app.js'
-import { loadContract } from '../../service/contract.js'
 import { clientErrorHandler } from '../../service/errors.js'
-import { build, contractViolations, TOKEN } from '../helpers/app.js'
+import { build, logSink, TOKEN } from '../helpers/app.js'
+import { assertErrorBody, contractViolations } from '../helpers/contract.js'
 import { exchange, open, type RawResponse } from '../helpers/raw-http.js'
-
-const errorSchema = (loadContract().components as { schemas: { Error: object } }).schemas.Error
-const isErrorBody = new Ajv2020({ strict: false }).addFormat('int32', true).compile(errorSchema)
 
 /** A listening app whose log lines (pino JSON) the test can read. */
 async function listening(t: Test, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string; logs: () => Array<Record<string, unknown>> }> {
-  const lines: string[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      lines.push(...chunk.toString().split('\n').filter(Boolean))
-      done()
-    },
-  })
+  const { stream, lines } = logSink()
   const app = await build(t, overrides, { level: 'info', stream })
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  return { app, url, logs: () => lines.map((line) => JSON.parse(line) as Record<string, unknown>) }
+  return { app, url, logs: () => lines }
 }
 
 /** The response is `status` with the Error body, and a request id that the log line of the rejection carries. */
 function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
-  t.equal(response.statusCode, status, 'status')
-  t.match(response.headers['content-type'], /^application\/json/, 'JSON')
-  const body: unknown = JSON.parse(response.body)
-  t.ok(isErrorBody(body), `the Error schema: ${response.body}`)
-  t.equal((body as { error: number }).error, status, 'error equals the status')
+  assertErrorBody(t, response, status)
   const requestId = response.headers['x-request-id']
   t.ok(requestId, 'an X-Request-Id')
   t.ok(
@@ -179,12 +164,16 @@ t.test('clientErrorHandler writes nothing over a response already begun on the c
 })
 
 t.test('clientErrorHandler answers an unexpected connection error 500 and logs it as a failure', async (t) => {
-  const lines: string[] = []
-  const app = await build(t, {}, { level: 'info', stream: { write: (line: string) => lines.push(line) } })
+  const { stream, lines } = logSink()
+  const app = await build(t, {}, { level: 'info', stream })
   const { server, client, received } = await socketPair(t)
   clientErrorHandler.call(app, Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
   await once(client, 'close')
   t.match(received(), /^HTTP\/1\.1 500 Internal Server Error\r\n/)
   t.match(received(), /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
-  t.match(lines.join(''), /"msg":"connection failed"/)
+  t.match(
+    lines.filter((line) => line.msg === 'connection failed'),
+    [{ level: 50, err: { message: 'something odd', code: 'ESOMETHING' } }],
+    'logged once, as an error, with the cause',
+  )
 })

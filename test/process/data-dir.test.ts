@@ -7,15 +7,16 @@
  * @module
  */
 import { execFileSync } from 'node:child_process'
-import { chmodSync, chownSync, mkdtempSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
+import { chmodSync, chownSync, existsSync, mkdtempSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { Writable } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.js'
-import { PROBE_FILE, SQLITE_FILE } from '../../service/store/database.js'
-import { contractViolations, JSON_HEADERS, testConfig, TOKEN } from '../helpers/app.js'
+import { openStore, PROBE_FILE, SQLITE_FILE } from '../../service/store/database.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
+import { JSON_HEADERS, logSink, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { contractViolations } from '../helpers/contract.js'
 import { runToExit } from '../helpers/process.js'
 
 /** nobody:nogroup on Debian. */
@@ -31,18 +32,6 @@ function mountTmpfs(t: Test, options: string): string {
     rmdirSync(dir)
   })
   return dir
-}
-
-/** A pino destination that keeps every log line, parsed. */
-function logSink(): { stream: Writable; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = []
-  const stream = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
-      done()
-    },
-  })
-  return { stream, lines }
 }
 
 /** Ids and names of the plants in the store's file, read by a connection of their own. */
@@ -185,4 +174,19 @@ t.test('a store file that is not a database stops the start, naming DATA_DIR, th
     name: 'ConfigError',
     message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`,
   })
+})
+
+t.test('a store migrated by a newer release stops the start, naming the unknown migration, and is released', async (t) => {
+  const dataDir = t.testdir()
+  const store = openStore(storeOptions({ dataDir, databaseUrl: undefined }))
+  await migrateToLatest(store)
+  const wal = join(dataDir, `${SQLITE_FILE}-wal`)
+  t.ok(existsSync(wal), 'an open store has its write-ahead log')
+  await store.close()
+  t.notOk(existsSync(wal), 'the last connection to close removes it')
+  const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
+  sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
+  sqlite.close()
+  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
+  t.notOk(existsSync(wal), 'no connection of the refused start is left open')
 })

@@ -9,14 +9,13 @@ import t from 'tap'
 import { createApp } from '../../service/app.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { openStore } from '../../service/store/database.js'
-import { contractViolations, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { postPlant } from '../helpers/contract.js'
 import { cuttableProxy, startService } from '../helpers/process.js'
-
-const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
 
 async function post(url: string, body: object): Promise<number> {
   try {
-    const response = await fetch(`${url}/plants`, { method: 'POST', headers, body: JSON.stringify(body) })
+    const response = await fetch(`${url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) })
     await response.arrayBuffer()
     return response.status
   } catch {
@@ -29,11 +28,11 @@ t.test('two replicas on one database: the same id is stored once; identical cont
   const env = { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') }
   const [a, b] = await Promise.all([startService(t, env), startService(t, env)])
   const ids = Array.from({ length: 50 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
-  const identical = await Promise.all(ids.flatMap((id) => [a!, b!, a!, b!].map((service) => post(service.url, { id: Number(id) === 0 ? 0 : `${id}`, name: 'same' }))))
+  const identical = await Promise.all(ids.flatMap((id) => [a!, b!, a!, b!].map((service) => post(service.url, { id: `${id}`, name: 'same' }))))
   t.ok(identical.every((status) => status === 400), 'string ids are refused (no coercion), so nothing above is stored')
 
   const raw = (service: { url: string }, id: bigint, name: string) =>
-    fetch(`${service.url}/plants`, { method: 'POST', headers, body: `{"id":${id},"name":"${name}"}` }).then((response) => response.status)
+    fetch(`${service.url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: `{"id":${id},"name":"${name}"}` }).then((response) => response.status)
   const same = await Promise.all(ids.flatMap((id) => [raw(a!, id, 'same'), raw(b!, id, 'same'), raw(a!, id, 'same'), raw(b!, id, 'same')]))
   t.ok(same.every((status) => status === 200), 'identical content: 200 from both replicas')
   const racing = ids.map((id) => 8_000_000_000_000_000_000n + (id - 7_000_000_000_000_000_000n))
@@ -49,7 +48,7 @@ t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 2
   const proxy = await cuttableProxy(t, url)
   const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 }))
   t.teardown(() => app.close())
-  const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: `plant ${id}` } })
+  const send = (id: number) => postPlant(t, app, { id, name: `plant ${id}` })
 
   const before = await Promise.all([1, 2, 3, 4, 5].map(send))
   t.same(before.map((response) => response.statusCode), [200, 200, 200, 200, 200])
@@ -58,7 +57,6 @@ t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 2
   for (const response of during) {
     t.equal(response.statusCode, 503)
     t.equal(response.headers['retry-after'], '1')
-    t.same(contractViolations(response), [])
   }
   const ready = await app.inject({ url: '/health/ready' })
   t.equal(ready.statusCode, 503, 'readiness reports the outage')
@@ -151,7 +149,7 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   const { url, client } = await postgresSchema(t)
   const app = await createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url, databasePoolSize: 1, databaseStatementTimeoutMs: 400, databaseConnectTimeoutMs: 100 }))
   t.teardown(() => app.close())
-  const send = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: 'Ficus' } })
+  const send = (id: number) => postPlant(t, app, { id, name: 'Ficus' })
   // Another session holds the row of id 1, uncommitted: the service's INSERT of id 1
   // waits on it, holding the pool's only connection.
   await client.query('begin')
@@ -170,7 +168,6 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   t.equal(ready.statusCode, 503, 'no free connection within the connect timeout: not ready')
   t.equal(queued.statusCode, 200, 'a create queued behind the stuck one is stored once it gives up')
   for (const response of [timedOut, ready]) t.equal(response.headers['retry-after'], '1')
-  t.same(contractViolations(timedOut), [])
   await client.query('rollback')
   t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')
 })

@@ -4,12 +4,11 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.js'
+import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
 import { runToExit, startService } from '../helpers/process.js'
 
-const headers = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' }
-
-async function post(url: string, body: string, auth = headers): Promise<{ status: number; body: string }> {
+/** POSTs `body` to the service at `url`; its status and body. */
+async function post(url: string, body: string, auth: Record<string, string> = JSON_HEADERS): Promise<{ status: number; body: string }> {
   const response = await fetch(`${url}/plants`, { method: 'POST', headers: auth, body })
   return { status: response.status, body: await response.text() }
 }
@@ -40,7 +39,7 @@ t.test('SIGTERM: readiness turns 503 for the drain delay while requests are stil
   const until = Date.now() + 2500
   while (ready === 200 && Date.now() < until) ready = (await fetch(`${service.url}/health/ready`)).status
   t.equal(ready, 503, 'readiness reports draining')
-  const during = await fetch(`${service.url}/plants`, { method: 'POST', headers, body: '{"id":1,"name":"Ficus"}' })
+  const during = await fetch(`${service.url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: '{"id":1,"name":"Ficus"}' })
   t.equal(during.status, 200, 'still served during the drain delay')
   t.equal(during.headers.get('connection'), 'close', 'and the connection is not kept')
   t.equal(await exit, 0)
@@ -56,7 +55,7 @@ t.test('production refuses to start without a token, and says why', async (t) =>
 t.test('an invalid variable stops the start with a message naming it', async (t) => {
   const { code, output } = await runToExit({ NODE_ENV: 'test', PORT: 'eighty', DATA_DIR: join(t.testdir(), 'data') })
   t.equal(code, 1)
-  t.match(output, /PORT/)
+  t.match(output, /Invalid configuration: .*\bPORT\b/)
 })
 
 t.test('development without a token generates one, prints it once with the Swagger UI address, and it works', async (t) => {
@@ -66,7 +65,7 @@ t.test('development without a token generates one, prints it once with the Swagg
   t.ok(token, 'a token is printed')
   t.match(service.output(), new RegExp(`Swagger UI: ${service.url}/docs`))
   t.equal(service.output().split(token!).length - 1, 1, 'printed exactly once')
-  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}', { ...headers, authorization: `Bearer ${token}` })).status, 200)
+  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}', { ...JSON_HEADERS, authorization: `Bearer ${token}` })).status, 200)
   t.equal((await post(service.url, '{"id":2,"name":"Ficus"}')).status, 401, 'no other token works')
   await service.stop()
 })
@@ -76,8 +75,8 @@ t.test('logs of a run at trace level with real tokens contain none of them', asy
   const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', LOG_LEVEL: 'trace' })
   t.equal((await post(service.url, '{"id":1,"name":"Ficus"}')).status, 200)
   t.equal((await post(service.url, '{"id":1,"name":"Other"}')).status, 409)
-  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}', { ...headers, authorization: `Bearer ${wrongToken}` })).status, 401)
-  t.equal((await post(service.url, '{"id":', headers)).status, 400)
+  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}', { ...JSON_HEADERS, authorization: `Bearer ${wrongToken}` })).status, 401)
+  t.equal((await post(service.url, '{"id":')).status, 400)
   await service.stop()
   t.match(service.output(), /"requestId"/, 'the run did log requests')
   t.notMatch(service.output(), TOKEN, 'the configured token is not logged')
