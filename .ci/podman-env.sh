@@ -7,7 +7,7 @@
 #     (default /var/tmp/plant-store-containers) and exports CONTAINERS_CONF and
 #     CONTAINERS_STORAGE_CONF; nothing in /etc is changed;
 #   - exports PODMAN_BUILD_OPTIONS, extra `podman build` options this machine
-#     needs (test/deploy/podman.ts adds them to its builds): outbound TLS from
+#     needs (test/helpers/podman.ts adds them to its builds): outbound TLS from
 #     build containers is intercepted here, so npm inside a build needs the
 #     host's CA bundle. A directory holding it and an npmrc naming it is mounted
 #     read-only at /usr/local/etc, npm's global configuration directory in the
