@@ -47,7 +47,7 @@ export class UnauthorizedError extends HttpError {
 }
 
 /**
- * 503: the store is unavailable, or the service is draining; nothing was stored.
+ * 503: the store is unavailable, the service is overloaded or draining; nothing was stored.
  * Carries `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares
  * for `ServiceUnavailable`.
  */
@@ -107,8 +107,7 @@ function isClientError(error: unknown): error is ClientError {
  * - {@link HttpError}: its own status, message and headers.
  * - glue's SecurityError: the first {@link HttpError} a security handler threw.
  * - Fastify's and its plugins' client errors (validation 400, 413 body too large,
- *   415 media type, 429 rate limit, 400 malformed URL) and under-pressure's 503:
- *   their status and message.
+ *   415 media type, 429 rate limit, 400 malformed URL): their status and message.
  * - Node's HTTP parser errors and request timeouts: see {@link CLIENT_ERRORS}.
  * - anything else: 500 with a fixed message; the cause is only logged.
  *
@@ -133,8 +132,8 @@ export function toErrorResponse(error: unknown): {
   }
   const fastifyError = (error ?? {}) as Partial<FastifyError>
   const statusCode = fastifyError.statusCode
-  // Client errors of Fastify and its plugins, and 503 of load shedding (under-pressure).
-  if (typeof statusCode === 'number' && ((statusCode >= 400 && statusCode < 500) || statusCode === 503)) {
+  // Client errors of Fastify and its plugins.
+  if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     const message = statusCode === 415 ? UNSUPPORTED_MEDIA_TYPE : (fastifyError.message as string)
     return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
   }

@@ -66,7 +66,7 @@ export interface Store {
 export const SQLITE_FILE = 'plants.sqlite3'
 
 /** Bytes the readiness probe writes (and fsyncs, and removes) into a data directory whose disk failed: room for a few commits. */
-export const PROBE_BYTES = 64 * 1024
+const PROBE_BYTES = 64 * 1024
 
 /** The readiness probe's file in the data directory; it exists only while a probe runs. */
 export const PROBE_FILE = '.plant-store-probe'

@@ -14,13 +14,13 @@ import type { PlantRecord, SaveOutcome } from './plant-repository.js'
 import { StoreUnavailableError } from './plant-repository.js'
 
 /** What group commit needs of the repository. */
-export interface BatchWriter {
+interface BatchWriter {
   /** Saves plants in one transaction; all or nothing. */
   saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
 }
 
 /** Limits of group commit. */
-export interface GroupCommitOptions {
+interface GroupCommitOptions {
   /** Most plants in one transaction (≥ 1). */
   readonly maxBatch: number
   /** Most transactions in flight at once (≥ 1): 1 for SQLite's one writer, the pool size for PostgreSQL. */

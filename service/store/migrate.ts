@@ -19,15 +19,14 @@ export class MigrationError extends Error {
  *
  * @param store - the open store.
  * @returns names of the migrations applied now (empty when it was up to date).
- * @throws {MigrationError} when the database was migrated by a newer release (it
- *   has migrations this code does not know) or a migration fails.
+ * @throws {MigrationError} when the database cannot be reached, was migrated by a
+ *   newer release (it has migrations this code does not know), or a migration fails.
  */
 export async function migrateToLatest(store: Store): Promise<string[]> {
-  const migrator = new Migrator({
-    db: store.db,
-    provider: { getMigrations: async () => migrations },
-    migrationTableSchema: await store.migrationSchema(),
+  const schema = await store.migrationSchema().catch((error: unknown) => {
+    throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
   })
+  const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
   const result: MigrationResultSet = await migrator.migrateToLatest()
   if (result.error !== undefined) {
     const message = (result.error as Error).message

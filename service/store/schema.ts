@@ -7,7 +7,7 @@
 import type { ColumnType } from 'kysely'
 
 /** Table `plant`: one row per stored plant; rows are never changed. */
-export interface PlantTable {
+interface PlantTable {
   /** Client-supplied signed 64-bit id (primary key). SQLite returns bigint, PostgreSQL a decimal string. */
   id: ColumnType<bigint | string, bigint, never>
   name: ColumnType<string, string, never>

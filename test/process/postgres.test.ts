@@ -9,9 +9,9 @@ import t from 'tap'
 import { createApp } from '../../service/app.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { openStore } from '../../service/store/database.js'
-import { JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { closedPort, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
 import { postPlant } from '../helpers/contract.js'
-import { cuttableProxy, startService } from '../helpers/process.js'
+import { cuttableProxy, runToExit, startService } from '../helpers/process.js'
 
 async function post(url: string, body: object): Promise<number> {
   try {
@@ -76,6 +76,13 @@ t.test('a database migrated by a newer release refuses to start, with a clear me
   await client.query(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', now()::text)`)
   await t.rejects(migrateToLatest(store), { name: 'MigrationError', message: /migrated by a newer release.*9999-from-the-future.*refusing to start/ })
   await store.close()
+})
+
+t.test('a database that cannot be reached at start stops the start with one line naming the cause, not a stack', async (t) => {
+  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await closedPort()}/plants`, NODE_ENV: 'test' })
+  t.equal(code, 1)
+  t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
+  t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
 })
 
 t.test('replicas starting at once on an empty database: one migrates, the others wait, all serve', async (t) => {
