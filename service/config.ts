@@ -28,7 +28,7 @@ export const settingsSchema = Type.Object({
   }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1', description: 'Interface to listen on (`0.0.0.0` in the container).' }),
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000, description: 'TCP port; `0` picks a free one.' }),
-  DATA_DIR: Type.String({ minLength: 1, default: 'data', description: 'Directory of the embedded store (`plants.sqlite3`).' }),
+  DATA_DIR: Type.String({ minLength: 1, default: 'data', description: 'Directory of the embedded store (`plants.sqlite3`); the service must be able to write it, or the start stops naming `DATA_DIR` and the reason.' }),
   PLANT_STORE_TOKENS: Type.String({
     default: '',
     description:
@@ -107,7 +107,7 @@ export const settingsSchema = Type.Object({
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
     minimum: 0,
     default: 1000,
-    description: 'Mean event-loop delay above which requests get 503; `0` off.',
+    description: 'Mean event-loop delay above which requests get 503; `0` off. Measured from one second after ready: a slow start is not overload.',
   }),
   LOAD_SHED_MAX_HEAP_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Heap use above which requests get 503; `0` off.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Origins allowed by CORS, comma-separated; empty sends no CORS headers.' }),
