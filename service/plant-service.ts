@@ -5,9 +5,9 @@
  *
  * @module
  */
-import type { FastifyRequest } from 'fastify'
-import type { NewPlant, Plant } from './contract.js'
 import { HttpError, ServiceUnavailableError } from './errors.js'
+import type { operations } from './generated/openapi.js'
+import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.js'
 import { exactInteger } from './json-body.js'
 import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
 
@@ -20,8 +20,11 @@ interface PlantWriter {
   save(plant: PlantRecord): Promise<SaveOutcome>
 }
 
-/** Implements the operations of openapi.yaml. */
-export class PlantService {
+/**
+ * Implements the operations of openapi.yaml; the compiler checks it has a method for
+ * each, typed by the document (see {@link ServiceHandlers}).
+ */
+export class PlantService implements ServiceHandlers<operations> {
   /**
    * @param writer - where plants are stored.
    * @param onOutcome - told of each save's outcome (metrics).
@@ -43,7 +46,7 @@ export class PlantService {
    * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the
    *   store is unavailable; the store's own error (500) for any other failure.
    */
-  async createPlant(request: FastifyRequest<{ Body: NewPlant }>): Promise<Plant> {
+  async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body
     const plant: PlantRecord = { id: exactInteger(body, 'id') ?? BigInt(body.id), name: body.name, tag: body.tag ?? null }
     const outcome = await this.writer.save(plant).catch((error: unknown) => {

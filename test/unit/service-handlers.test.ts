@@ -1,0 +1,97 @@
+/**
+ * Type-level test of service/handlers.ts: a service class is checked against the
+ * types generated from its contract. A fixture contract (openapi.yaml plus
+ * `getPlant`, GET /plants/{id}) is generated with openapi-typescript into a
+ * temporary directory, then `tsc --noEmit` compiles a fixture service against it:
+ * without `getPlant` it fails naming the operation; with it, it passes.
+ *
+ * @module
+ */
+import { execFile } from 'node:child_process'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { promisify } from 'node:util'
+import openapiTS, { astToString } from 'openapi-typescript'
+import t from 'tap'
+import { loadContract } from '../../service/contract.js'
+
+const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
+const handlers = fileURLToPath(new URL('../../service/handlers.js', import.meta.url))
+
+/** openapi.yaml with one more operation, `getPlant`, whose `id` is an int64 path parameter. */
+function fixtureContract(): object {
+  const contract = loadContract()
+  const error = { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+  contract.paths['/plants/{id}'] = {
+    get: {
+      operationId: 'getPlant',
+      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', format: 'int64' } }],
+      responses: {
+        '200': { description: 'plant', content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } } },
+        '404': error,
+      },
+    },
+  }
+  return contract
+}
+
+/** A fixture service over the fixture's `operations`; `getPlant` is the extra method, if any. */
+function fixtureService(getPlant: string): string {
+  return `import type { operations } from './openapi.js'
+import type { OperationRequest, ServiceHandlers, SuccessBody } from ${JSON.stringify(handlers)}
+
+export class FixtureService implements ServiceHandlers<operations> {
+  async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
+    const id: number = request.body.id
+    return { name: request.body.name + id }
+  }
+${getPlant}
+}
+`
+}
+
+/** Runs `tsc --noEmit` on `service.ts` in a directory of its own beside the generated types. */
+async function compile(dir: string, generated: string, service: string): Promise<{ code: number; output: string }> {
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
+  writeFileSync(join(dir, 'openapi.ts'), generated)
+  writeFileSync(join(dir, 'service.ts'), service)
+  writeFileSync(
+    join(dir, 'tsconfig.json'),
+    JSON.stringify({
+      compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
+      files: ['service.ts'],
+    }),
+  )
+  try {
+    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', dir, '--pretty', 'false'])
+    return { code: 0, output: stdout }
+  } catch (error) {
+    const failure = error as { code: number; stdout: string }
+    return { code: failure.code, output: failure.stdout }
+  }
+}
+
+t.test('a service class must have a method, typed by the document, for each operation', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'service-handlers-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const generated = astToString(await openapiTS(fixtureContract() as Parameters<typeof openapiTS>[0]))
+  t.match(generated, /getPlant: \{/, 'the fixture contract has getPlant')
+  const getPlant = (idType: string) => `  async getPlant(request: OperationRequest<operations['getPlant']>): Promise<SuccessBody<operations['getPlant']>> {
+    const id: ${idType} = request.params.id
+    return { name: String(id) }
+  }`
+  const [without, withMethod, mistyped] = await Promise.all([
+    compile(mkdtempSync(join(dir, 'without-')), generated, fixtureService('')),
+    compile(mkdtempSync(join(dir, 'with-')), generated, fixtureService(getPlant('number'))),
+    compile(mkdtempSync(join(dir, 'mistyped-')), generated, fixtureService(getPlant('boolean'))),
+  ])
+  t.not(without.code, 0, 'tsc fails without getPlant')
+  t.match(without.output, /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/)
+  t.match(without.output, /Property 'getPlant' is missing in type 'FixtureService'/)
+  t.equal(withMethod.code, 0, withMethod.output)
+  t.not(mistyped.code, 0, 'a parameter read as another type than the document says fails')
+  t.match(mistyped.output, /service\.ts\(\d+,11\): error TS2322: Type 'number' is not assignable to type 'boolean'/)
+})
