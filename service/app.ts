@@ -24,6 +24,7 @@ import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
 import { registerMetrics } from './metrics.js'
+import { readParametersBySchema } from './parameters.js'
 import { PlantService } from './plant-service.js'
 import { registerProbes } from './probes.js'
 import { type ProtectionConfig, registerProtection } from './protection.js'
@@ -51,6 +52,17 @@ export type AppConfig = Pick<
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
+
+/**
+ * How requests are validated. No coercion: a string is not an integer, null is not a
+ * string (openapi.yaml, "Integers"); parameters, which are text, are read by their
+ * schema instead (`readParametersBySchema`).
+ */
+export const AJV_OPTIONS = {
+  customOptions: { coerceTypes: false },
+  // Runs after ajv-formats, so the exact int64 check replaces its Number.isInteger one.
+  onCreate: (ajv) => ajv.addFormat('int64', int64Format),
+} satisfies FastifyServerOptions['ajv']
 
 /** An `X-Request-Id` we accept from a client or gateway; anything else is replaced. */
 const requestIdPattern = /^[\w\-.:]{1,128}$/
@@ -93,12 +105,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     frameworkErrors,
     // Draining is answered by registerProbes with the contract's Error body.
     return503OnClosing: false,
-    ajv: {
-      // No coercion: a string is not an integer, null is not a string (openapi.yaml, "Integers").
-      customOptions: { coerceTypes: false },
-      // Runs after ajv-formats, so the exact int64 check replaces its Number.isInteger one.
-      onCreate: (ajv) => ajv.addFormat('int64', int64Format),
-    },
+    ajv: AJV_OPTIONS,
   })
   app.server.headersTimeout = config.headersTimeoutMs
   // An expectation other than 100-continue is ignored, as the gateway does (RFC 9110
@@ -144,6 +151,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
 
   const contract = loadContract()
   shapeContractRoutes(app, contract, limits)
+  app.addHook('onRoute', readParametersBySchema)
   const writer = new GroupCommit(new PlantRepository(store), {
     maxBatch: config.groupCommitMaxBatch,
     maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,

@@ -1,6 +1,6 @@
 /**
  * Type-level test of service/handlers.ts: a service class is checked against the
- * types generated from its contract. A fixture contract (openapi.yaml plus
+ * types generated from its contract. The fixture contract (openapi.yaml plus
  * `getPlant`, GET /plants/{id}) is generated with openapi-typescript into a
  * temporary directory, then `tsc --noEmit` compiles a fixture service against it:
  * without `getPlant` it fails naming the operation; with it, it passes.
@@ -16,27 +16,10 @@ import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
-import { loadContract } from '../../service/contract.js'
+import { fixtureContract } from '../fixtures/plant-contract.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const handlers = fileURLToPath(new URL('../../service/handlers.js', import.meta.url))
-
-/** openapi.yaml with one more operation, `getPlant`, whose `id` is an int64 path parameter. */
-function fixtureContract(): object {
-  const contract = loadContract()
-  const error = { description: 'error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
-  contract.paths['/plants/{id}'] = {
-    get: {
-      operationId: 'getPlant',
-      parameters: [{ name: 'id', in: 'path', required: true, schema: { type: 'integer', format: 'int64' } }],
-      responses: {
-        '200': { description: 'plant', content: { 'application/json': { schema: { $ref: '#/components/schemas/Plant' } } } },
-        '404': error,
-      },
-    },
-  }
-  return contract
-}
 
 /** A fixture service over the fixture's `operations`; `getPlant` is the extra method, if any. */
 function fixtureService(getPlant: string): string {
