@@ -68,12 +68,12 @@ interface Writer {
  */
 async function sqliteWriter(dataDir: string): Promise<Writer> {
   // Loaded only here, so the plain ceiling carries none of the service's modules.
-  const [{ loadConfig }, { openSqliteFile, openStore, SQLITE_FILE }, { migrateToLatest }] = await Promise.all([
+  const [{ loadConfig }, { openSqlite, openSqliteFile, SQLITE_FILE }, { migrateToLatest }] = await Promise.all([
     import('../service/config.js'),
-    import('../service/store/database.js'),
+    import('../service/store/sqlite.js'),
     import('../service/store/migrate.js'),
   ])
-  const store = openStore({ ...loadConfig(process.env), dataDir, databaseUrl: undefined, onConnectionError: () => undefined })
+  const store = openSqlite({ ...loadConfig(process.env), dataDir, databaseUrl: undefined, onConnectionError: () => undefined })
   await migrateToLatest(store)
   await store.close()
   const database = openSqliteFile(join(dataDir, SQLITE_FILE))
@@ -108,14 +108,14 @@ async function sqliteWriter(dataDir: string): Promise<Writer> {
  * one is free.
  */
 async function postgresWriter(databaseUrl: string): Promise<Writer> {
-  const [{ loadConfig }, { openStore }, { migrateToLatest }, { default: pg }] = await Promise.all([
+  const [{ loadConfig }, { openPostgres }, { migrateToLatest }, { default: pg }] = await Promise.all([
     import('../service/config.js'),
-    import('../service/store/database.js'),
+    import('../service/store/postgres.js'),
     import('../service/store/migrate.js'),
     import('pg'),
   ])
   const config = loadConfig(process.env)
-  const store = openStore({ ...config, databaseUrl, onConnectionError: () => undefined })
+  const store = openPostgres({ ...config, databaseUrl, onConnectionError: () => undefined })
   await migrateToLatest(store)
   await store.close()
   const pool = new pg.Pool({ connectionString: databaseUrl, max: config.databasePoolSize })

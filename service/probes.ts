@@ -7,7 +7,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { ServiceUnavailableError } from './errors.js'
-import type { Store } from './store/database.js'
+import type { Store } from './store/store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

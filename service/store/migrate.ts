@@ -6,7 +6,7 @@
  * @module
  */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
-import type { Store } from './database.js'
+import type { Store } from './store.js'
 import { migrations } from './migrations/index.js'
 
 /** The store cannot be migrated; the message says why. */

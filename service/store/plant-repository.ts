@@ -4,7 +4,7 @@
  *
  * @module
  */
-import type { Store } from './database.js'
+import type { Store } from './store.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */
 export interface PlantRecord {

@@ -12,7 +12,7 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import t from 'tap'
-import { SQLITE_FILE } from '../../service/store/database.js'
+import { SQLITE_FILE } from '../../service/store/sqlite.js'
 import { build, freshStore } from '../helpers/app.js'
 import { postPlant } from '../helpers/contract.js'
 

@@ -18,7 +18,8 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
-import { SQLITE_FILE, type StoreOptions } from '../../service/store/database.js'
+import { SQLITE_FILE } from '../../service/store/sqlite.js'
+import type { StoreOptions } from '../../service/store/store.js'
 
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
