@@ -10,7 +10,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -103,6 +103,23 @@ t.test('the data volume keeps every plant when the container is removed and crea
   t.same(replays.map((response) => response.body), created.map((response) => response.body), 'with the same body')
   const conflicts = await Promise.all(bodies.map((body) => post(second, body.replace('plant', 'other'))))
   t.same(conflicts.map((response) => response.status), bodies.map(() => 409), 'different content for the same id: 409')
+})
+
+t.test('a /data the service cannot write stops the start with a message naming DATA_DIR and the reason: read-only, or owned by another user', async (t) => {
+  /** Runs the image attached until it exits; resolves with podman's failure and the container's output. */
+  const refusedStart = async (data: string): Promise<string> => {
+    const error = (await podman(['run', '--rm', '--no-healthcheck', ...hardened(tokensFile), '--volume', data, image]).then(
+      () => t.fail('the container started'),
+      (failure: unknown) => failure,
+    )) as Error & { output?: string }
+    return `${error.message}\n${error.output ?? ''}`
+  }
+  const volume = await createVolume(t)
+  t.match(await refusedStart(`${volume}:/data:ro`), /exit 1\b[\s\S]*plant-store: .*DATA_DIR \(\/data\).*(EROFS|read-only)/i, 'a read-only volume')
+  const rootOwned = mkdtempSync(join(tmpdir(), 'plant-store-root-owned-'))
+  t.teardown(() => rmSync(rootOwned, { recursive: true, force: true }))
+  chmodSync(rootOwned, 0o755)
+  t.match(await refusedStart(`${rootOwned}:/data`), /exit 1\b[\s\S]*plant-store: .*DATA_DIR \(\/data\).*(EACCES|permission denied)/i, 'a directory owned by root, not by the node user')
 })
 
 t.test("the image's HEALTHCHECK (exec form) reports healthy, and unhealthy when the service does not answer", async (t) => {
