@@ -107,7 +107,7 @@ export const settingsSchema = Type.Object({
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
     minimum: 0,
     default: 1000,
-    description: 'Mean event-loop delay above which requests get 503; `0` off. Measured from one second after ready: a slow start is not overload.',
+    description: 'Mean event-loop delay above which requests get 503; `0` off. Read from two seconds after ready: a slow start is not overload.',
   }),
   LOAD_SHED_MAX_HEAP_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Heap use above which requests get 503; `0` off.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Origins allowed by CORS, comma-separated; empty sends no CORS headers.' }),

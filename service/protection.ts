@@ -122,9 +122,9 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
 
   // under-pressure samples the event loop from its registration on: the sample that
   // covers a start-up stall (route and schema building on a slow machine) reads high,
-  // or infinite when the stall outlasted the interval. The samples taken until one
-  // whole interval has passed after ready may cover start-up, not traffic: they are
-  // not read as overload.
+  // or infinite when the stall outlasted the interval. A sample read in the first two
+  // intervals after ready may still cover start-up, not traffic: it is not read as
+  // overload.
   let readyAt = Number.POSITIVE_INFINITY
   app.addHook('onReady', async () => {
     readyAt = performance.now()
