@@ -117,9 +117,11 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(501, 'Not Implemented: CONNECT is not supported'), socket))
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback hooks (here and on the request path): an async one costs a promise per request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     requireHost(request)
+    done()
   })
 
   // Only JSON, parsed exactly; any other media type, or a body without one, is 415.

@@ -100,8 +100,8 @@ export function requireBody(route: RouteOptions): void {
   if (schema.body === undefined) return
   route.preValidation = [
     ...[route.preValidation ?? []].flat(),
-    async (request) => {
-      if (request.body === undefined) throw new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
+    (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+      done(request.body === undefined ? new HttpError(415, UNSUPPORTED_MEDIA_TYPE) : undefined)
     },
   ]
 }

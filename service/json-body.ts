@@ -44,7 +44,7 @@ export function parseJsonBody(text: string): unknown {
   const parseNumber = (literal: string): number | bigint => {
     const value = Number(literal)
     if (!Number.isInteger(value) || (Number.isSafeInteger(value) && plainInteger.test(literal))) return value
-    const exact = exactIntegerOf(literal)
+    const exact = literal.length <= 20 && plainInteger.test(literal) ? BigInt(literal) : exactIntegerOf(literal)
     if (exact === undefined) return Number.NaN
     if (Number.isSafeInteger(Number(exact))) return Number(exact)
     sawUnsafeInteger = true

@@ -61,9 +61,10 @@ export function registerMetrics(app: FastifyInstance): Metrics {
   app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  app.addHook('onResponse', async (request, reply) => {
+  app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
     metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    done()
   })
   return metrics
 }

@@ -32,12 +32,12 @@ export class Security {
    *   error code when no bearer token was sent, with `error="invalid_token"` when
    *   the token sent is not valid.
    */
-  async bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const failure = await new Promise<Error | undefined>((resolve) => {
-      this.verifyBearerAuth(request, reply, resolve)
+  bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.verifyBearerAuth(request, reply, (failure) => {
+        if (failure === undefined) resolve()
+        else reject(new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? '')))
+      })
     })
-    if (failure !== undefined) {
-      throw new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? ''))
-    }
   }
 }

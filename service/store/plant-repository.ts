@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { CompiledQuery } from 'kysely'
 import type { Store } from './store.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */
@@ -35,6 +36,9 @@ export class PlantRepository {
   /** @param store - the open store, migrated. */
   constructor(private readonly store: Store) {}
 
+  /** The INSERT's SQL text by batch size (at most the group commit's `maxBatch` entries). */
+  private readonly insertSql = new Map<number, string>()
+
   /**
    * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
    * one statement, so one atomic commit (one fsync, one round trip) for all of them,
@@ -60,17 +64,34 @@ export class PlantRepository {
     }
   }
 
+  /**
+   * Runs the multi-row INSERT for `plants` (distinct ids). Kysely builds and compiles
+   * it once per batch size; later batches of that size reuse its SQL text with their
+   * own parameters (the rows' id, name and tag, in order), which saves the query's
+   * building and compiling on every commit.
+   */
+  private async insert(plants: readonly PlantRecord[]): Promise<{ id: unknown }[]> {
+    const text = this.insertSql.get(plants.length)
+    if (text !== undefined) {
+      const parameters = plants.flatMap(({ id, name, tag }) => [id, name, tag])
+      return (await this.store.db.executeQuery<{ id: unknown }>(CompiledQuery.raw(text, parameters))).rows
+    }
+    const query = this.store.db
+      .insertInto('plant')
+      .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
+      .onConflict((conflict) => conflict.column('id').doNothing())
+      .returning('id')
+      .compile()
+    this.insertSql.set(plants.length, query.sql)
+    return (await this.store.db.executeQuery(query)).rows
+  }
+
   private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
     const candidates = [...first.values()]
     const db = this.store.db
-    const inserted = await db
-      .insertInto('plant')
-      .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
-      .onConflict((conflict) => conflict.column('id').doNothing())
-      .returning('id')
-      .execute()
+    const inserted = await this.insert(candidates)
     const insertedIds = new Set(inserted.map((row) => String(row.id)))
     const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
     const rows = others.length === 0 ? [] : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()

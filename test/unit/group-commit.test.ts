@@ -108,3 +108,18 @@ t.test('the repository rolls a failed transaction back: nothing of it is stored'
   await t.rejects(repo.saveAll([plant(1n, 'good'), bad]))
   t.same((await repo.saveAll([plant(1n, 'good')])).map((outcome) => outcome.status), ['created'], 'the good plant of the failed transaction was not stored')
 })
+
+t.test('batches of a size already written reuse its statement and store each row as given', async (t) => {
+  const repo = await repository(t)
+  const first = [plant(10n, 'a', 'x'), plant(11n, 'b'), plant(9007199254740993n, 'c', 'y')]
+  const second = [plant(-9223372036854775808n, 'd'), plant(21n, 'e', 'z'), plant(9223372036854775807n, 'f', 'w')]
+  t.same((await repo.saveAll(first)).map((outcome) => outcome.status), ['created', 'created', 'created'])
+  t.same((await repo.saveAll(second)).map((outcome) => outcome.status), ['created', 'created', 'created'])
+  // Each row was stored with its own id, name and tag: the same content replays, any other conflicts.
+  const replays = await repo.saveAll([...first, ...second])
+  t.same(replays.map((outcome) => outcome.status), Array(6).fill('replayed'))
+  t.same(
+    replays.map((outcome) => outcome.stored),
+    [...first, ...second],
+  )
+})
