@@ -1,6 +1,6 @@
 /**
  * Builds the Plant Store application from openapi.yaml; never listens (see
- * `server.ts` for the process). Tests build it too and use `inject` or `listen`.
+ * `start.ts` for the process). Tests build it too and use `inject` or `listen`.
  *
  * The path of one request:
  * `onRequest` load shedding → bearerAuth (a failure counts against the client
@@ -35,7 +35,7 @@ import { GroupCommit } from './store/group-commit.js'
 import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
 
-/** The part of {@link Config} the application reads; the process's part is `server.ts`'s. */
+/** The part of {@link Config} the application reads; the process's part is `start.ts`'s. */
 export type AppConfig = Pick<
   Config,
   | 'tokens'
