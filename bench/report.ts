@@ -284,6 +284,7 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
       `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target.`,
     `- Every request carries a new id (never repeated across connections, warm-ups and targets; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
     `- Pinning: ${settings.pinning}.`,
+    '- Before each target, `sync`: the disk writes earlier targets left in the page cache are flushed then, not during a later target’s fsyncs.',
     '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
     `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,

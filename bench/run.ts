@@ -183,6 +183,8 @@ async function runTarget(key: TargetKey): Promise<TargetResult> {
     if (unavailable !== undefined) return { key, title, notRun: unavailable }
   }
   process.stdout.write(`${title}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
+  // Earlier targets' dirty pages would otherwise be written back during this one's fsyncs.
+  execFileSync('sync', { timeout: 120_000 })
   const env = environment(key)
   const nodeArgs = profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]
   try {
