@@ -42,7 +42,7 @@ export const OUTPUT_DEADLINE_MS = 120000
  * @throws when the process exits before listening, or does not listen within
  *   {@link OUTPUT_DEADLINE_MS}.
  */
-export async function startService(t: TestContext, env: Record<string, string>): Promise<ServiceProcess> {
+export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
   const exited = once(child, 'close')
@@ -115,10 +115,13 @@ function inherited(): Record<string, string | undefined> {
 /**
  * Spawns `service/server.ts` with the given environment on top of the inherited
  * one, on loopback, a free port and {@link LIMITS_OFF} (a test of a limit sets it).
+ * Node's compile cache is off unless `env` unsets `NODE_DISABLE_COMPILE_CACHE`:
+ * code loaded from the cache reports no coverage.
  */
-function spawnService(env: Record<string, string>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
+function spawnService(env: Record<string, string | undefined>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
   const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
-    env: { ...inherited(), HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
+    // (spawn leaves out the variables whose value is undefined.)
+    env: { ...inherited(), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...runAs,
   })

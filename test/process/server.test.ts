@@ -35,7 +35,7 @@ t.test('a 200 means stored: plants survive kill -9 and a restart on the same dat
 
 t.test('a start leaves its compiled modules in the compile cache under TMPDIR, for the next start to reuse', async (t) => {
   const tmp = t.testdir()
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(tmp, 'data'), NODE_ENV: 'test', TMPDIR: tmp })
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(tmp, 'data'), NODE_ENV: 'test', TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined })
   t.equal(await service.stop(), 0)
   const cached = readdirSync(join(tmp, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
   t.ok(cached.length > 100, `${cached.length} modules cached`)
