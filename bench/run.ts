@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: the same `POST /plants` load (wrk) against the ceilings (raw
  * `node:http`: nothing stored, committing to SQLite, committing to PostgreSQL), the
- * service with its database write skipped, and the service on each store, one after
+ * design floor (Fastify and glue alone), the service with its database write
+ * skipped, and the service on each store, one after
  * the other; writes `docs/benchmarks.md`.
  *
  * Environment (all optional):
@@ -9,7 +10,7 @@
  * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
  * - `BENCH_CONNECTIONS`: default 50;
  * - `BENCH_TARGETS`: comma-separated subset of
- *   `raw,durable,durable-pg,unstored,embedded,postgres` (default all);
+ *   `raw,durable,durable-pg,floor,unstored,embedded,postgres` (default all);
  * - `BENCH_DATABASE_URL`: PostgreSQL for `durable-pg` and `postgres`, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
  * - `BENCH_PINNING`: `on` (default when `taskset` and two cores exist: each server
@@ -48,6 +49,7 @@ import { countSqliteRows } from './sqlite.js'
 const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
 const UNSTORED_SERVICE = fileURLToPath(new URL('./unstored-service.js', import.meta.url))
+const DESIGN_FLOOR = fileURLToPath(new URL('./design-floor.js', import.meta.url))
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
 
 function bounded(name: string, fallback: number, min: number, max: number): number {
@@ -124,6 +126,7 @@ const SPECS: Record<TargetKey, Spec> = {
   raw: { title: 'raw `node:http` (ceiling)', script: RAW_CEILING, store: undefined, service: false },
   durable: { title: 'raw `node:http` + SQLite commit (SQLite durable ceiling)', script: RAW_CEILING, store: 'sqlite', service: false },
   'durable-pg': { title: 'raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)', script: RAW_CEILING, store: 'postgres', service: false },
+  floor: { title: 'Fastify + fastify-openapi-glue on the contract, nothing else (design floor)', script: DESIGN_FLOOR, store: undefined, service: false },
   unstored: { title: 'service, database write skipped (ablation)', script: UNSTORED_SERVICE, store: undefined, service: true },
   embedded: { title: 'service, embedded store', script: SERVICE, store: 'sqlite', service: true },
   postgres: { title: 'service, PostgreSQL', script: SERVICE, store: 'postgres', service: true },

@@ -4,7 +4,7 @@
  * answered as created. Group commit, auth, parsing, validation, protections,
  * metrics, logging and serialization all still run. Comparing it with the service
  * on a real store shows what storing durably costs per request (docs/benchmarks.md,
- * "Why the ratio targets are not met"). Never a way to run the service: it stores
+ * Findings). Never a way to run the service: it stores
  * nothing.
  *
  * @module
