@@ -5,7 +5,7 @@
  */
 import t from 'tap'
 import { type LoadSummary, parseWrk } from './load.js'
-import { cpuPerRequest, faults, GOALS, okResponses, ratio, type TargetResult, verdict } from './report.js'
+import { cpuPerRequest, faults, GOALS, okResponses, ratio, stolenShares, type TargetResult, verdict } from './report.js'
 
 function load(requestsPerSecond: number, overrides: Partial<LoadSummary> = {}): LoadSummary {
   return {
@@ -99,4 +99,16 @@ t.test('wrk’s result line: req/s over wrk’s own duration, non-2xx from the s
   t.same(run.latencyMs, { p50: 1.5, p99: 5.999, max: 12, mean: 1.6005 })
   t.equal(run.generatorCpuPercent, 25)
   t.throws(() => parseWrk('unable to connect to 127.0.0.1:1 Connection refused', 1, 0n, 0n), /wrk gave no result: unable to connect/)
+})
+
+t.test('stolen CPU time: the steal column over each CPU\'s time, guest time not counted twice', async (t) => {
+  // user nice system idle iowait irq softirq steal guest guest_nice (proc(5))
+  const before = 'cpu  10 0 10 100 0 0 0 10 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 10 7 0\nintr 1\n'
+  const after = 'cpu  80 0 20 200 0 0 0 40 0 0\ncpu0 25 0 10 60 0 0 0 5 0 0\ncpu1 55 0 10 140 0 0 0 35 99 0\nintr 2\n'
+  const shares = stolenShares(before, after)!
+  t.equal(shares.length, 2, 'one share per CPU, the aggregate line left out')
+  t.equal(shares[0], 5 / 40)
+  t.equal(shares[1], 25 / 170, 'guest time (already in user) is not added')
+  t.equal(stolenShares(before, 'cpu0 5 0 5 50 0 0 0 0 0 0\n'), undefined, 'CPUs differ')
+  t.equal(stolenShares(before, before), undefined, 'no time passed')
 })

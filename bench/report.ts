@@ -79,6 +79,30 @@ export interface RunSettings {
   readonly loadAverage: readonly [start: number, end: number]
   /** How instructions were counted, in words (or why not). */
   readonly instructions: string
+  /** Share of each CPU's time the hypervisor gave to others over the targets (`stolenShares`), when known. */
+  readonly stolen?: readonly number[] | undefined
+}
+
+/**
+ * Each CPU's time stolen by the hypervisor between two reads of `/proc/stat`, as a
+ * share of that CPU's time: the `steal` column (the 8th after the name, proc(5))
+ * over the sum of all its columns but `guest` and `guest_nice`, which `user` and
+ * `nice` already count.
+ * @param before - `/proc/stat` text at the start; `after` at the end.
+ * @returns one share (0–1) per `cpuN` line, in order; `undefined` when the texts do
+ *   not list the same CPUs, or a CPU spent no time in between.
+ */
+export function stolenShares(before: string, after: string): number[] | undefined {
+  const perCpu = (text: string) =>
+    [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
+  const [start, end] = [perCpu(before), perCpu(after)]
+  if (start.length === 0 || start.length !== end.length) return undefined
+  const shares = start.map((columns, cpu) => {
+    const delta = end[cpu]!.map((value, column) => value - columns[column]!)
+    const total = delta.reduce((sum, value) => sum + value, 0)
+    return total > 0 ? delta[7]! / total : Number.NaN
+  })
+  return shares.some(Number.isNaN) ? undefined : shares
 }
 
 /** Server CPU per request, µs. */
@@ -190,7 +214,7 @@ function osName(): string {
 }
 
 /** The machine, as a Markdown table. */
-function machineSection(date: Date, loadAverage: RunSettings['loadAverage']): string {
+function machineSection(date: Date, loadAverage: RunSettings['loadAverage'], stolen: RunSettings['stolen']): string {
   return [
     '| | |',
     '|---|---|',
@@ -201,6 +225,7 @@ function machineSection(date: Date, loadAverage: RunSettings['loadAverage']): st
     `| OS | ${osName()}, Linux ${release()} |`,
     `| date | ${date.toISOString()} |`,
     `| load average (1 min), start → end of the targets | ${number(loadAverage[0], 2)} → ${number(loadAverage[1], 2)} |`,
+    `| CPU time stolen by the hypervisor over the targets (\`/proc/stat\` steal) | ${stolen === undefined ? 'unknown' : stolen.map((share, cpu) => `CPU ${cpu}: ${number(share * 100, 1)} %`).join(', ')} |`,
   ].join('\n')
 }
 
@@ -278,7 +303,7 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
     '',
     '## Machine',
     '',
-    machineSection(date, settings.loadAverage),
+    machineSection(date, settings.loadAverage, settings.stolen),
     '',
     '## Settings',
     '',

@@ -33,7 +33,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -42,7 +42,7 @@ import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from 
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
-import { type Instructions, renderResults, type RunSettings, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
+import { type Instructions, renderResults, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
 import { renderSoak, runSoak } from './soak.js'
 import { countSqliteRows } from './sqlite.js'
 
@@ -302,6 +302,7 @@ function summary(result: TargetResult): string {
 try {
   const date = new Date()
   const loadAtStart = loadavg()[0] ?? 0
+  const statAtStart = readFileSync('/proc/stat', 'utf8')
   const results: TargetResult[] = []
   for (const key of TARGET_KEYS) {
     const result = await runTarget(key)
@@ -310,6 +311,7 @@ try {
     if (targets.has(key) && SPECS[key].store !== 'postgres' && result.load === undefined) exitCode = 1
   }
   const loadAverage = [loadAtStart, loadavg()[0] ?? 0] as const
+  const stolen = stolenShares(statAtStart, readFileSync('/proc/stat', 'utf8'))
   if (counter.kind === 'callgrind') {
     for (const [index, result] of results.entries()) {
       if (result.load === undefined) continue
@@ -326,7 +328,7 @@ try {
       : counter.kind === 'callgrind'
         ? `a separate run of each target under \`valgrind --tool=callgrind\` (user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s; instructions of the rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, instructions }
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
   writeReport(reportPath, renderResults(date, settings, results), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {
