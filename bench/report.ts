@@ -97,12 +97,9 @@ export function stolenShares(before: string, after: string): number[] | undefine
     [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
   const [start, end] = [perCpu(before), perCpu(after)]
   if (start.length === 0 || start.length !== end.length) return undefined
-  const shares = start.map((columns, cpu) => {
-    const delta = end[cpu]!.map((value, column) => value - columns[column]!)
-    const total = delta.reduce((sum, value) => sum + value, 0)
-    return total > 0 ? delta[7]! / total : Number.NaN
-  })
-  return shares.some(Number.isNaN) ? undefined : shares
+  const deltas = start.map((columns, cpu) => end[cpu]!.map((value, column) => value - columns[column]!))
+  const totals = deltas.map((delta) => delta.reduce((sum, value) => sum + value, 0))
+  return totals.every((total) => total > 0) ? deltas.map((delta, cpu) => delta[7]! / totals[cpu]!) : undefined
 }
 
 /** Server CPU per request, µs. */

@@ -44,7 +44,7 @@ export function parseJsonBody(text: string): unknown {
   const parseNumber = (literal: string): number | bigint => {
     const value = Number(literal)
     if (!Number.isInteger(value) || (Number.isSafeInteger(value) && plainInteger.test(literal))) return value
-    const exact = literal.length <= 20 && plainInteger.test(literal) ? BigInt(literal) : exactIntegerOf(literal)
+    const exact = exactIntegerOf(literal)
     if (exact === undefined) return Number.NaN
     if (Number.isSafeInteger(Number(exact))) return Number(exact)
     sawUnsafeInteger = true
@@ -112,6 +112,8 @@ const plainInteger = /^-?\d+$/
  * are returned as ±10^20 so that a huge exponent cannot cost a huge bigint.
  */
 function exactIntegerOf(literal: string): bigint | undefined {
+  // A plain integer of at most 20 characters (every int64, and a little beyond): BigInt reads it exactly.
+  if (literal.length <= 20 && plainInteger.test(literal)) return BigInt(literal)
   const [, sign, whole, fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)!
   const digits = (whole + fraction).replace(/^0+/, '')
   const significant = digits.replace(/0+$/, '')
