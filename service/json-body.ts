@@ -16,7 +16,10 @@
  *   becomes NaN, which no JSON Schema type accepts, instead of a rounded integer;
  * - a member name repeated with a different value is a 400: RFC 8259 §4 leaves
  *   its meaning open, and parsers differ on which value wins. Repeated with an
- *   equal value it is accepted, since every parser reads the same object.
+ *   equal value it is accepted, since every parser reads the same object;
+ * - a number literal longer than {@link MAX_NUMBER_LENGTH} characters is a 400
+ *   before any work on its value (RFC 8259 §9 lets a parser limit precision), so
+ *   parsing stays linear in the body's size whatever its numbers are.
  *
  * @module
  */
@@ -31,17 +34,25 @@ const OUT_OF_INT64 = 2 ** 63 + 2048
 const exactValues = new WeakMap<object, Map<string, bigint>>()
 
 /**
+ * The longest number literal accepted, in characters: room for every int64 and
+ * every double as any JSON encoder writes them (at most 25), with a wide margin for
+ * zero padding (`1.000…0e3`).
+ */
+export const MAX_NUMBER_LENGTH = 100
+
+/**
  * Parses a JSON request body.
  *
  * @param text - the body, decoded as UTF-8.
  * @returns the parsed value; integers beyond 2^53 are numbers whose exact value is
  *   available through {@link exactInteger}.
- * @throws {HttpError} 400 when the text is not JSON (RFC 8259) or repeats a member
- *   name with a different value.
+ * @throws {HttpError} 400 when the text is not JSON (RFC 8259), repeats a member
+ *   name with a different value, or has a number over {@link MAX_NUMBER_LENGTH}.
  */
 export function parseJsonBody(text: string): unknown {
   let sawUnsafeInteger = false
   const parseNumber = (literal: string): number | bigint => {
+    if (literal.length > MAX_NUMBER_LENGTH) throw new HttpError(400, `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`)
     const value = Number(literal)
     if (!Number.isInteger(value) || (Number.isSafeInteger(value) && plainInteger.test(literal))) return value
     const exact = exactIntegerOf(literal)
@@ -54,6 +65,7 @@ export function parseJsonBody(text: string): unknown {
   try {
     value = parse(text, null, parseNumber)
   } catch (error) {
+    if (error instanceof HttpError) throw error
     throw new HttpError(400, `Body is not valid JSON: ${(error as Error).message}`)
   }
   if (sawUnsafeInteger) value = replaceBigInts({ '': value }, '')
@@ -116,7 +128,10 @@ function exactIntegerOf(literal: string): bigint | undefined {
   if (literal.length <= 20 && plainInteger.test(literal)) return BigInt(literal)
   const [, sign, whole, fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)!
   const digits = (whole + fraction).replace(/^0+/, '')
-  const significant = digits.replace(/0+$/, '')
+  // Trailing zeros cut by a scan: `/0+$/` backtracks, quadratic in the literal's length.
+  let end = digits.length
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--
+  const significant = digits.slice(0, end)
   if (significant === '') return 0n
   const scale = Number(exponent) - fraction.length + (digits.length - significant.length)
   if (scale < 0) return undefined

@@ -7,7 +7,7 @@
  */
 import t from 'tap'
 import { HttpError } from '../../service/errors.js'
-import { exactInteger, int64Format, parseJsonBody } from '../../service/json-body.js'
+import { exactInteger, int64Format, MAX_NUMBER_LENGTH, parseJsonBody } from '../../service/json-body.js'
 
 const OUT_OF_INT64 = 2 ** 63 + 2048
 
@@ -80,10 +80,27 @@ t.test('integers outside int64 are moved beyond ±(2^63 + 2048), which the int64
 })
 
 t.test('a huge exponent is parsed without a huge bigint, and rejected by the int64 format', async (t) => {
-  for (const literal of ['1e1000000', '-1e1000000', `${'9'.repeat(400)}`, `0.${'0'.repeat(999)}1e1000000`]) {
+  for (const literal of ['1e1000000', '-1e1000000', `${'9'.repeat(MAX_NUMBER_LENGTH)}`, `0.${'0'.repeat(80)}1e1000000`]) {
     const body = parseId(literal)
     t.notOk(int64Format.validate(body.id), literal.slice(0, 20))
     t.equal(exactInteger(body, 'id'), undefined)
+  }
+})
+
+t.test('a number literal of up to MAX_NUMBER_LENGTH characters is read exactly, however it is padded', async (t) => {
+  const padded = (literal: string) => t.equal(literal.length, MAX_NUMBER_LENGTH) && parseId(literal)
+  t.same(padded(`1${'0'.repeat(MAX_NUMBER_LENGTH - 5)}e-95`), { id: 1 }, 'trailing zeros cancelled by the exponent')
+  const fraction = `-0.${'0'.repeat(MAX_NUMBER_LENGTH - 8)}12e-3`
+  t.same(padded(fraction), { id: Number(fraction) }, 'a long fraction')
+  t.ok(Number.isNaN((padded(`1.${'0'.repeat(MAX_NUMBER_LENGTH - 3)}1`) as { id: number }).id), 'a fraction that rounds to an integer is still not one')
+})
+
+t.test('a longer number literal is an HttpError 400 before its value is computed (RFC 8259 §9)', async (t) => {
+  const long = '0'.repeat(MAX_NUMBER_LENGTH)
+  for (const literal of [`1${long}`, `-${'9'.repeat(MAX_NUMBER_LENGTH)}`, `1.${long}1`, `1e${long}1`, `1${long}e-${MAX_NUMBER_LENGTH}`]) {
+    const error = t.throws(() => parseJsonBody(`{"id":1,"name":"a","extra":[${literal}]}`), literal.slice(0, 12)) as HttpError
+    t.ok(error instanceof HttpError)
+    t.match(error, { statusCode: 400, message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
   }
 })
 

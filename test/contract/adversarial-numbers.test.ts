@@ -1,0 +1,75 @@
+/**
+ * Number literals built to stall the parser (OWASP API4:2023, unrestricted resource
+ * consumption): each is answered as fast as an ordinary 400 of the same size, and a
+ * create sent beside it is not held up. Times are compared with a baseline measured
+ * in the same rounds, never with a fixed number of milliseconds.
+ */
+import { performance } from 'node:perf_hooks'
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { MAX_NUMBER_LENGTH } from '../../service/json-body.js'
+import { build, JSON_HEADERS } from '../helpers/app.js'
+import { assertErrorBody, postPlant } from '../helpers/contract.js'
+
+/** Characters of each adversarial literal: 64 KiB. */
+const SIZE = 64 * 1024
+/** Rounds of interleaved measurements; medians are compared. */
+const ROUNDS = 5
+/**
+ * How many times the baseline's median an adversarial request may take: wide, so
+ * that noise cannot fail it; a quadratic parser took over 1000× here.
+ */
+const SLACK = 10
+
+const idBody = (value: string) => `{"id":${value},"name":"Ficus"}`
+
+/** Bodies whose numbers cost the square of their length to read, or could; each is a 400. */
+const ADVERSARIAL: Record<string, string> = {
+  'a long fraction': idBody(`1.${'0'.repeat(SIZE)}1`),
+  'trailing zeros cancelled by an exponent': idBody(`1${'0'.repeat(SIZE)}e-${SIZE}`),
+  'a long negative integer': idBody(`-${'9'.repeat(SIZE)}`),
+  'a long exponent': idBody(`1e${'9'.repeat(SIZE)}`),
+  // Each is within the bound and read; together they fill 64 KiB. `name` makes it a 400.
+  'many literals just under the bound': `{"id":1,"name":0,"extra":[${Array.from({ length: SIZE / MAX_NUMBER_LENGTH }, () => `1.${'0'.repeat(MAX_NUMBER_LENGTH - 3)}1`).join(',')}]}`,
+}
+/** An ordinary 400 of the same size: a long string where an integer belongs. */
+const ORDINARY = idBody(`"${'x'.repeat(SIZE)}"`)
+
+let nextId = 1
+const createRequest = (app: FastifyInstance) =>
+  app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: nextId++, name: 'Ficus' } })
+
+/** Milliseconds until `request` is answered. */
+async function timed(request: () => Promise<unknown>): Promise<number> {
+  const start = performance.now()
+  await request()
+  return performance.now() - start
+}
+
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
+
+t.test('an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not delayed', async (t) => {
+  const app = await build(t, { bodyLimit: 4 * SIZE })
+  const post = (payload: string) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload })
+
+  for (const payload of Object.values(ADVERSARIAL)) assertErrorBody(t, await postPlant(t, app, payload), 400)
+  t.match((await post(ADVERSARIAL['a long fraction']!)).json(), { message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
+  t.equal((await post(ORDINARY)).statusCode, 400, 'the baseline is a 400 too')
+
+  const alone: Record<string, number[]> = { ordinary: [] }
+  const beside: Record<string, number[]> = { ordinary: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [name, payload] of [['ordinary', ORDINARY], ...Object.entries(ADVERSARIAL)]) {
+      ;(alone[name!] ??= []).push(await timed(() => post(payload!)))
+      // The create is sent right after the request under test; both share the event loop.
+      const [, createMs] = await Promise.all([post(payload!), timed(() => createRequest(app))])
+      ;(beside[name!] ??= []).push(createMs)
+    }
+  }
+  const baseline = median(alone.ordinary!)
+  const createBaseline = median(beside.ordinary!)
+  for (const name of Object.keys(ADVERSARIAL)) {
+    t.ok(median(alone[name]!) <= SLACK * baseline, `${name}: ${median(alone[name]!).toFixed(1)} ms, ordinary 400 ${baseline.toFixed(1)} ms`)
+    t.ok(median(beside[name]!) <= SLACK * createBaseline, `a create beside ${name}: ${median(beside[name]!).toFixed(1)} ms, beside an ordinary 400 ${createBaseline.toFixed(1)} ms`)
+  }
+})
