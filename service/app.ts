@@ -28,7 +28,7 @@ import { readParametersBySchema } from './parameters.js'
 import { PlantService } from './plant-service.js'
 import { registerProbes } from './probes.js'
 import { type ProtectionConfig, registerProtection } from './protection.js'
-import { Security } from './security.js'
+import { refuseTokenInQuery, Security } from './security.js'
 import { openStore } from './store/database.js'
 import type { StoreOptions } from './store/store.js'
 import { GroupCommit } from './store/group-commit.js'
@@ -45,6 +45,7 @@ export type AppConfig = Pick<
   | 'requestTimeoutMs'
   | 'headersTimeoutMs'
   | 'connectionTimeoutMs'
+  | 'maxConnections'
   | 'migrateOnStart'
   | 'groupCommitMaxBatch'
 > &
@@ -109,6 +110,9 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     ajv: AJV_OPTIONS,
   })
   app.server.headersTimeout = config.headersTimeoutMs
+  // Past this many open connections Node closes new ones at once, before a file
+  // descriptor the store or the pool needs runs out.
+  app.server.maxConnections = config.maxConnections
   // An expectation other than 100-continue is ignored, as the gateway does (RFC 9110
   // §10.1.1 allows it); Node would answer 417 without a body.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
@@ -121,6 +125,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
     requireHost(request)
+    refuseTokenInQuery(request)
     done()
   })
 

@@ -32,7 +32,7 @@ export const settingsSchema = Type.Object({
   PLANT_STORE_TOKENS: Type.String({
     default: '',
     description:
-      'Accepted bearer tokens, comma-separated (several, for rotation). Each at least 16 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1).',
+      'Accepted bearer tokens, comma-separated (several, for rotation). Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, none 8 times in a row: 128 bits or more when random (`openssl rand -base64 32`).',
   }),
   PLANT_STORE_TOKENS_FILE: Type.Optional(
     Type.String({
@@ -87,7 +87,8 @@ export const settingsSchema = Type.Object({
   }),
   TRUST_PROXY: Type.String({
     default: 'false',
-    description: 'Believe `X-Forwarded-*`: `true`, or comma-separated gateway addresses/CIDRs.',
+    description:
+      'Believe `X-Forwarded-*` from these hops: comma-separated gateway addresses/CIDRs, or `true` (every hop; refused in production).',
   }),
   RATE_LIMIT_MAX: Type.Integer({ minimum: 0, default: 6000, description: 'Requests per window per token; `0` turns rate limiting off.' }),
   RATE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Rate-limit window.' }),
@@ -111,6 +112,12 @@ export const settingsSchema = Type.Object({
   }),
   LOAD_SHED_MAX_HEAP_BYTES: Type.Integer({ minimum: 0, default: 0, description: 'Heap use above which requests get 503; `0` off.' }),
   CORS_ORIGINS: Type.String({ default: '', description: 'Origins allowed by CORS, comma-separated; empty sends no CORS headers.' }),
+  MAX_CONNECTIONS: Type.Integer({
+    minimum: 0,
+    maximum: 1000000,
+    default: 0,
+    description: 'Most open client connections; more are closed at once. `0`: the open-file limit less 128 (kept for the store, logs and the pool).',
+  }),
   KEEP_ALIVE_TIMEOUT_MS: Type.Integer({
     minimum: 1,
     maximum: 3600000,
@@ -155,10 +162,22 @@ export class ConfigError extends Error {
 }
 
 /**
- * Token syntax of RFC 6750 §2.1 (`b64token`), so every configured token can be sent.
- * At least 16 characters, so that a placeholder such as "secret" is not accepted.
+ * Token syntax of RFC 6750 §2.1 (`b64token`), so every configured token can be sent,
+ * and long enough to be unguessable: 32 random characters of it carry at least 128
+ * bits (hex) and up to 192 (base64url), so guessing is infeasible, not just slow.
  */
-const tokenPattern = /^[A-Za-z0-9\-._~+/]{16,}=*$/
+const tokenPattern = /^[A-Za-z0-9\-._~+/]{32,}=*$/
+
+/** One character 8 times in a row: a placeholder, not a random token (odds 2^-40 or less for 32 random characters). */
+const longRun = /(.)\1{7}/
+
+/** True when `token` looks random enough to carry 128 bits: see {@link tokenPattern} and {@link longRun}. */
+function isStrongToken(token: string): boolean {
+  return tokenPattern.test(token) && !longRun.test(token) && new Set(token).size >= 8
+}
+
+/** Headroom below the open-file limit for what is not a client connection: store files, logs, the database pool. */
+const RESERVED_FILES = 128
 
 /**
  * Reads and validates the configuration.
@@ -184,10 +203,12 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const { PLANT_STORE_TOKENS, PLANT_STORE_TOKENS_FILE, DATABASE_URL_FILE, TRUST_PROXY, CORS_ORIGINS, ...plain } = settings
   const tokens = [...splitList(PLANT_STORE_TOKENS), ...readTokenFile(PLANT_STORE_TOKENS_FILE)]
   for (const [index, token] of tokens.entries()) {
-    if (!tokenPattern.test(token)) {
+    if (!isStrongToken(token)) {
       // The token itself is never echoed: it is a secret.
       throw new ConfigError(
-        `Invalid configuration: token #${index + 1} must be at least 16 characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1)`,
+        `Invalid configuration: token #${index + 1} is malformed or guessable; a token must be at least 32 characters of ` +
+          'A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), at least 8 of them different and none 8 times in a row, ' +
+          'so that it carries 128 bits or more: generate one with `openssl rand -base64 32`',
       )
     }
   }
@@ -209,9 +230,24 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     databaseUrl: readDatabaseUrl(plain.DATABASE_URL, DATABASE_URL_FILE),
     tokens: [...new Set(tokens)],
     tokenGenerated,
-    trustProxy: parseTrustProxy(TRUST_PROXY),
+    trustProxy: parseTrustProxy(TRUST_PROXY, plain.NODE_ENV),
     corsOrigins: splitList(CORS_ORIGINS),
+    maxConnections: plain.MAX_CONNECTIONS === 0 ? Math.max(1, openFileLimit() - RESERVED_FILES) : plain.MAX_CONNECTIONS,
   }
+}
+
+/**
+ * The process's soft open-file limit (RLIMIT_NOFILE), from `/proc/self/limits`;
+ * 1024, the usual default, where that cannot be read (not Linux, or unlimited).
+ */
+export function openFileLimit(): number {
+  try {
+    return Number(/^Max open files\s+(\d+)\s/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1])
+    /* c8 ignore start -- every Linux has the line */
+  } catch {
+    return 1024
+  }
+  /* c8 ignore stop */
 }
 
 /** The same settings under their names in {@link Config}. */
@@ -222,15 +258,22 @@ function camelCased<T extends object>(settings: T): CamelCased<T> {
 
 /**
  * `TRUST_PROXY`: `true`/`false`, or a list of addresses and CIDRs. A hop count is
- * refused: Fastify 5 fails closed on it.
+ * refused: Fastify 5 fails closed on it. In production, trusting every hop (`true`,
+ * or a `/0` prefix) is refused: any client could then name its own address in
+ * `X-Forwarded-For`, and with it its rate-limit budget and its log lines.
  */
-function parseTrustProxy(value: string): Config['trustProxy'] {
-  if (value === 'true' || value === 'false') return value === 'true'
-  const list = splitList(value)
-  if (list.length === 0 || !list.every(isAddressOrCidr)) {
+function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['trustProxy'] {
+  const list = value === 'true' || value === 'false' ? [] : splitList(value)
+  if (value !== 'true' && value !== 'false' && (list.length === 0 || !list.every(isAddressOrCidr))) {
     throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
   }
-  return list
+  if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
+    throw new ConfigError(
+      'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is ' +
+        "limited and logged by; name the gateway's addresses instead",
+    )
+  }
+  return value === 'true' || value === 'false' ? value === 'true' : list
 }
 
 /**

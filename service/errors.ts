@@ -141,8 +141,9 @@ export function toErrorResponse(error: unknown): {
 }
 
 /**
- * Fastify error handler: the single place where errors become responses.
- * Internal failures are logged with their cause; client errors at `info`.
+ * Fastify error handler: the single place where errors become responses, none of
+ * them cached (`no-store`). Internal failures are logged with their cause; client
+ * errors at `info`.
  */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const response = toErrorResponse(error)
@@ -151,12 +152,15 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   } else {
     request.log.info({ statusCode: response.statusCode, reason: response.body.message }, 'request rejected')
   }
-  return reply.code(response.statusCode).headers(response.headers).send(response.body)
+  return reply.code(response.statusCode).header('cache-control', 'no-store').headers(response.headers).send(response.body)
 }
 
 /** Not-found handler: 404 with the `Error` body. */
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply.code(404).send({ error: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
+  return reply
+    .code(404)
+    .header('cache-control', 'no-store')
+    .send({ error: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
 }
 
 /**
@@ -204,7 +208,8 @@ export function clientErrorHandler(this: FastifyInstance, error: Error & { code?
     const payload = JSON.stringify(body)
     socket.write(
       `HTTP/1.1 ${statusCode} ${STATUS_CODES[statusCode]}\r\ncontent-type: application/json; charset=utf-8\r\n` +
-        `content-length: ${Buffer.byteLength(payload)}\r\nx-request-id: ${requestId}\r\nconnection: close\r\n\r\n${payload}`,
+        `content-length: ${Buffer.byteLength(payload)}\r\ncache-control: no-store\r\nx-request-id: ${requestId}\r\n` +
+        `connection: close\r\n\r\n${payload}`,
     )
   }
   socket.destroy()

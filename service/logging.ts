@@ -4,10 +4,36 @@
  *
  * @module
  */
+import type { FastifyRequest } from 'fastify'
 import type { LoggerOptions } from 'pino'
+import { clientAddress } from './client-address.js'
 
 /** Where credentials could appear in a logged object; replaced by `[redacted]`. */
-const REDACTED_PATHS = ['req.headers.authorization', 'req.headers.cookie', 'headers.authorization', 'res.headers["set-cookie"]']
+const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', 'res.headers["set-cookie"]']
+
+/**
+ * The request as Fastify logs it (no headers), with every query value replaced: a
+ * query may carry a credential (`?access_token=`, which the service refuses but
+ * still logs).
+ */
+function requestSerializer(request: FastifyRequest) {
+  const query = request.url.indexOf('?')
+  return {
+    method: request.method,
+    url: query === -1 ? request.url : `${request.url.slice(0, query)}?${redactQuery(request.url.slice(query + 1))}`,
+    host: request.host,
+    remoteAddress: clientAddress(request),
+    remotePort: request.socket?.remotePort,
+  }
+}
+
+/** `a=1&b` as `a=[redacted]&b`: names kept, values gone. */
+function redactQuery(query: string): string {
+  return query
+    .split('&')
+    .map((pair) => (pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=[redacted]` : pair))
+    .join('&')
+}
 
 /**
  * @param level - pino level (`LOG_LEVEL`).
@@ -18,6 +44,7 @@ export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
+    serializers: { req: requestSerializer },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   }
 }

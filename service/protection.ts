@@ -12,8 +12,10 @@ import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import helmet from 'helmet'
+import { clientAddress } from './client-address.js'
 import type { Config } from './config.js'
 import { HttpError, ServiceUnavailableError } from './errors.js'
+import { SegmentedStore } from './segmented-store.js'
 
 /**
  * Security headers of JSON API responses (OWASP REST Security Cheat Sheet, "Security
@@ -54,7 +56,7 @@ export interface RouteLimits {
   readonly limitToken: onRequestAsyncHookHandler | undefined
   /**
    * Counts one failed authentication against the request's client address
-   * (`request.ip`: the address the gateway forwards when `TRUST_PROXY` trusts it,
+   * (`clientAddress`: the address the gateway forwards when `TRUST_PROXY` trusts it,
    * else the socket's). Only failures are counted and only failures are refused,
    * so a request with a valid token is never refused by it, whoever else fails
    * from the same address. `undefined` when off (`AUTH_FAILURE_LIMIT_MAX=0`).
@@ -148,7 +150,9 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
   if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {
     global: false,
-    ...(redis === undefined ? {} : { redis, nameSpace: 'plant-store-rate-limit:' }),
+    // Redis expires each key with its window; in process, a segmented LRU bounds the
+    // keys and keeps known offenders through a flood of new addresses.
+    ...(redis === undefined ? { store: SegmentedStore } : { redis, nameSpace: 'plant-store-rate-limit:' }),
     // If Redis is unreachable, serve rather than refuse everyone (fail open).
     skipOnError: true,
     // The budget is told on 429 (with Retry-After), not on every success: three
@@ -180,11 +184,18 @@ function failureLimit(limiter: ReturnType<FastifyInstance['createRateLimit']>): 
 }
 
 /**
- * Failed-authentication key: the client address as @fastify/rate-limit normalizes
- * it (IPv4-mapped IPv6 as IPv4, IPv6 by /64 network), apart from the token keys.
+ * IPv6 clients are counted by /56 network: ISPs give a subscriber a /56 or a /48
+ * (RFC 6177, RIPE-690), so a /64 key would give one subscriber 256 budgets or more.
+ * A /56 is the usual residential site; a /48 still gets 256 (not 65,536).
+ */
+const IPV6_PREFIX = 56
+
+/**
+ * Failed-authentication key: the client address ({@link clientAddress}), IPv6 by
+ * {@link IPV6_PREFIX} network, apart from the token keys.
  */
 function addressKey(request: FastifyRequest): string {
-  return `auth-failure:${normalizeIP(request.ip)}`
+  return `auth-failure:${normalizeIP(clientAddress(request), IPV6_PREFIX)}`
 }
 
 const tokenKeys = new Map<string, string>()

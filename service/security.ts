@@ -5,7 +5,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { UnauthorizedError } from './errors.js'
+import { HttpError, UnauthorizedError } from './errors.js'
 
 /** @fastify/bearer-auth's `verifyBearerAuth` (registered with `addHook: false`). */
 type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
@@ -38,6 +38,22 @@ export class Security {
         if (failure === undefined) resolve()
         else reject(new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? '')))
       })
+    })
+  }
+}
+
+/**
+ * RFC 6750 §2.3 lets a server accept the token as the `access_token` query
+ * parameter; this one does not, since URLs are logged and cached along the way.
+ * Such a request is refused before anything reads it.
+ *
+ * @throws {HttpError} 400 `invalid_request` (RFC 6750 §3.1) when the query has `access_token`.
+ */
+export function refuseTokenInQuery(request: FastifyRequest): void {
+  // (Fastify's last-resort 404, for a method its router does not know, has no query.)
+  if (Object.hasOwn((request.query as object | null) ?? {}, 'access_token')) {
+    throw new HttpError(400, 'invalid_request: send the bearer token in the Authorization header, never in the URL (RFC 6750 §2.3)', {
+      'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"`,
     })
   }
 }

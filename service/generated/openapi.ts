@@ -71,6 +71,9 @@ export interface components {
          * @description unexpected error: the request body is not valid JSON, or is not a
          *     NewPlant (a required field is missing, a field has the wrong type, or
          *     `id` is outside the signed 64-bit range). The message names the field.
+         *     Also a number literal longer than 100 characters, and a bearer token
+         *     sent in the query string (`access_token`, RFC 6750 §2.3: not
+         *     supported), which gets `WWW-Authenticate` with `error="invalid_request"`.
          *     Also a request that is not valid HTTP/1.1: a malformed request line,
          *     header or percent-encoding, no `Host` header (RFC 9112 §3.2), both
          *     `Content-Length` and `Transfer-Encoding` or two different
@@ -78,6 +81,11 @@ export interface components {
          */
         BadRequest: {
             headers: {
+                /**
+                 * @description Only when a token was sent in the query string:
+                 *     `Bearer realm="plant-store", error="invalid_request"` (RFC 6750 §3.1).
+                 */
+                "WWW-Authenticate"?: string;
                 [name: string]: unknown;
             };
             content: {
@@ -143,10 +151,9 @@ export interface components {
          * @description Too many requests (RFC 6585 §4); retry after the number of seconds in
          *     `Retry-After`. Either this bearer token has used up its request budget
          *     for the current window, or too many requests from this client address
-         *     failed authentication in the current window. Only failures count
-         *     against the address, and a request with a valid token is never refused
-         *     for them, so clients that share an address (behind one gateway or NAT)
-         *     are not locked out by another's failures.
+         *     failed authentication in the current window (see "Guessing tokens"
+         *     above), or the gateway in front of the service refused more requests,
+         *     or more at once, from this client address than it allows.
          */
         TooManyRequests: {
             headers: {

@@ -3,7 +3,7 @@
  * response example is provoked from a built app (`inject`, or a real socket for
  * what Node's HTTP server answers) and its body compared exactly; a message that
  * carries request data is provoked with the contract's own request example. The
- * answers only the example gateway gives (414, 501, 502, 504, 505) are compared
+ * answers only the example gateway gives (414, 429, 501, 502, 504, 505) are compared
  * with what its configuration returns (`deploy/nginx/errors.conf`). An example
  * nobody provokes fails the test, and so does a provoker without its example.
  *
@@ -155,6 +155,7 @@ const provokers: Record<
   'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },
   'GatewayTimeout/timeout': { answer: async () => gatewayAnswer(504) },
   'HttpVersionNotSupported/version': { answer: async () => gatewayAnswer(505) },
+  'TooManyRequests/gateway': { answer: async () => gatewayAnswer(429) },
 }
 
 t.test('every response example has a way to provoke it, and every provoker its example', async (t) => {

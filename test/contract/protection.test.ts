@@ -36,7 +36,7 @@ t.test('each token has its own budget; past it, 429 with Retry-After and the Err
 })
 
 t.test('with Redis, replicas share one budget per token', async (t) => {
-  const token = `shared-${randomBytes(12).toString('hex')}`
+  const token = `shared-${randomBytes(16).toString('hex')}`
   const config = { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: 'redis://127.0.0.1:6379' }
   const [a, b] = [await build(t, config), await build(t, config)]
   const statuses = []

@@ -43,7 +43,12 @@ interface ComposeService {
   image?: string
   ports?: string[]
   healthcheck?: unknown
+  /** Docker's byte notation, e.g. `512m`. */
+  mem_limit?: string
 }
+
+/** Bytes of a Compose byte value (`512m`, `1g`). */
+const bytes = (value: string): number => Number(/^\d+/.exec(value)![0]) * 1024 ** ' kmg'.indexOf(value.at(-1)!.toLowerCase())
 const composeText = readFileSync(COMPOSE_FILE, 'utf8')
 const services = (parse(composeText, { merge: true }) as { services: Record<string, ComposeService> }).services
 /** The services built from the Dockerfile: the replicas of the service. */
@@ -154,6 +159,11 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
     t.match(status, /^CapEff:\s+0+$/m, `${replica.service}: no capabilities (cap_drop)`)
     t.match(status, /^NoNewPrivs:\s+1$/m, `${replica.service}: no privilege gain (security_opt)`)
     t.equal(await podman(['inspect', '--format', '{{.HostConfig.ReadonlyRootfs}}', replica.name]), 'true', `${replica.service}: read-only root (read_only)`)
+    const memory = services[replica.service]!.mem_limit
+    t.ok(memory, `${replica.service} has a mem_limit`)
+    t.equal(Number(await podman(['inspect', '--format', '{{.HostConfig.Memory}}', replica.name])), bytes(memory ?? '0'), `${replica.service}: its memory is limited to ${memory}`)
+    const pids = Number(await podman(['inspect', '--format', '{{.HostConfig.PidsLimit}}', replica.name]))
+    t.ok(pids > 0 && pids <= 2048, `${replica.service}: a process limit (${pids}; pids_limit, or podman's default where podman-compose drops it)`)
     t.comment(`${replica.service}: restarted ${await podman(['inspect', '--format', '{{.RestartCount}}', replica.name])} times before healthy; stop timeout ${await podman(['inspect', '--format', '{{.Config.StopTimeout}}', replica.name])} s`)
   }
 

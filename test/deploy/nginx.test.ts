@@ -20,13 +20,14 @@ import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import type { TLSSocket } from 'node:tls'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
 import { testConfig, TOKEN } from '../helpers/app.js'
 import { contractViolations } from '../helpers/contract.js'
-import { exchange } from '../helpers/raw-http.js'
+import { exchange, open } from '../helpers/raw-http.js'
 
 const { bodyLimit, keepAliveTimeoutMs, headersTimeoutMs } = testConfig()
 /** Another loopback address for the client, so that its address and the gateway's differ. */
@@ -152,4 +153,70 @@ t.test('the example configuration, every file as shipped, passes nginx -t (with 
   await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
   const { stderr } = await promisify(execFile)(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
   t.match(stderr, /test is successful/)
+})
+
+/** Opens a TLS connection to the gateway from `localAddress`, once it is established. */
+async function connection(localAddress: string): Promise<TLSSocket> {
+  const socket = open({ url: gateway.origin, ca: gateway.ca, localAddress }) as TLSSocket
+  await once(socket, 'secureConnect')
+  return socket
+}
+
+t.test('per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other addresses are served', async (t) => {
+  const held: TLSSocket[] = []
+  t.teardown(() => held.forEach((socket) => socket.destroy()))
+  for (let i = 0; i < 100; i++) {
+    const socket = await connection('127.0.0.3')
+    held.push(socket)
+    // nginx sends 100 Continue once it reads the body, after the limits have counted the request.
+    const continued = once(socket, 'data')
+    socket.write(`POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`)
+    if (!/^HTTP\/1\.1 100 /.test(String((await continued)[0]))) t.fail(`connection ${i}: no 100 Continue`)
+  }
+  const refused = await send(gateway, post('{"id":800,"name":"Fern"}', AUTHORIZED), '127.0.0.3')
+  errorBody(t, refused, 429)
+  t.same(contractViolations(refused), [], 'declared for POST /plants')
+  t.equal(refused.headers['retry-after'], '1')
+  t.equal(refused.headers['cache-control'], 'no-store')
+  t.equal((await answeredBy(gateway, refused)).upstream, '', 'nothing forwarded')
+  t.equal((await send(gateway, post('{"id":801,"name":"Fern"}', AUTHORIZED), '127.0.0.5')).statusCode, 200, 'another address is served')
+})
+
+t.test('per client address, past a burst of 200 requests: 429 with Retry-After and the Error body', async (t) => {
+  // Pipelined on one connection, so they arrive together however busy the machine is.
+  const count = 1000
+  const socket = await connection('127.0.0.4')
+  t.teardown(() => socket.destroy())
+  let received = ''
+  socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
+  const closed = once(socket, 'close')
+  // A public route (the limits apply where requests are forwarded); the recorder answers 200.
+  const request = (last: boolean) => `GET ${GATEWAY_PREFIX}/docs/ HTTP/1.1\r\nHost: localhost\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
+  socket.write(Array.from({ length: count }, (_, i) => request(i === count - 1)).join(''))
+  await closed
+  const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
+  t.equal(statuses.length, count, 'every request answered')
+  t.ok(statuses.slice(0, 201).every((status) => status === 200), 'the burst is served')
+  const limited = statuses.filter((status) => status === 429).length
+  // How many more are served depends on how fast the served ones went (100 a second refill).
+  t.ok(limited > 0 && statuses.every((status) => status === 200 || status === 429), `the rest is refused, but what the rate refilled: ${limited} of ${count}`)
+  const first = received.slice(received.indexOf('HTTP/1.1 429 '))
+  const end = first.indexOf('\r\n\r\n')
+  const headers = Object.fromEntries(first.slice(0, end).split('\r\n').slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
+  const body = first.slice(end + 4, end + 4 + Number(headers['content-length']))
+  errorBody(t, { statusCode: 429, headers, body, elapsedMs: 0 }, 429)
+  t.equal(headers['retry-after'], '1')
+})
+
+t.test("no error of the gateway is cached; the service's responses keep their own headers; the access log has no query", async (t) => {
+  const missing = await send(gateway, get(`${GATEWAY_PREFIX}/nowhere`))
+  errorBody(t, missing, 404)
+  t.equal(missing.headers['cache-control'], 'no-store')
+  const created = await send(gateway, post('{"id":900,"name":"Fern"}', AUTHORIZED, `${PLANTS}?access_token=${TOKEN}`))
+  t.equal(created.statusCode, 200, 'the recorder stands in for the service here')
+  t.equal(created.headers['cache-control'], undefined, 'nothing added to a response of the service')
+  t.equal(created.headers['retry-after'], undefined)
+  const entry = await gateway.accessEntry(created.headers['x-request-id']!)
+  t.equal(entry.uri, PLANTS, 'the path, without the query')
+  t.notMatch(JSON.stringify(gateway.accessLog()), TOKEN, 'no token in the access log')
 })

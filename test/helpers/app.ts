@@ -95,9 +95,9 @@ export async function closedPort(): Promise<number> {
 }
 
 /** A token valid in every app built by {@link build}. */
-export const TOKEN = 'test-token-0123456789abcdef'
+export const TOKEN = 'test-token-0123456789abcdefghijklmnopqrstuv'
 /** A second valid token (rotation). */
-export const OTHER_TOKEN = 'rotated-token-0123456789abcdef'
+export const OTHER_TOKEN = 'rotated-token-0123456789abcdefghijklmnopqrs'
 
 /** Headers of an authenticated JSON request. */
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const

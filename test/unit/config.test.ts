@@ -7,14 +7,16 @@
  *
  * @module
  */
+import { execFileSync } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { ConfigError, loadConfig, settingsSchema } from '../../service/config.js'
+import { ConfigError, loadConfig, openFileLimit, settingsSchema } from '../../service/config.js'
 
-const A = 'token-a-0123456789abcdef'
-const B = 'token-b-0123456789abcdef'
-const C = 'token-c-0123456789abcdef'
+const A = 'token-a-0123456789abcdefghijklmnopqrstuv'
+const B = 'token-b-0123456789abcdefghijklmnopqrstuv'
+const C = 'token-c-0123456789abcdefghijklmnopqrstuv'
 
 /** The ConfigError `loadConfig(env)` throws; fails the test when it throws none or another error. */
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -93,17 +95,27 @@ t.test('an unreadable PLANT_STORE_TOKENS_FILE is a ConfigError naming the variab
 
 for (const [what, token] of [
   ['too short', 'short-token'],
-  ['with a character outside RFC 6750 b64token', 'token-with-a-quote-"-0123456789'],
-  ['with a semicolon', 'token;0123456789abcdef'],
+  ['of 31 characters, under 128 bits even when random', 'k3J9xQ2mV7pL0wR5tY8uZ1aB4cD6eF9'],
+  ['with a character outside RFC 6750 b64token', 'token-with-a-quote-"-0123456789abcdefghijkl'],
+  ['with a semicolon', 'token;0123456789abcdefghijklmnopqrstuvwxyz'],
+  ['of one character', 'a'.repeat(40)],
+  ['with one character 8 times in a row', `k3J9xQ2mV7pL${'0'.repeat(8)}wR5tY8uZ1aB4cD6`],
+  ['of fewer than 8 different characters', 'abcdefg'.repeat(6)],
 ]) {
   t.test(`a token ${what} is a ConfigError that does not echo the token`, async (t) => {
     const fromList = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
-    t.match(fromList.message, /token #2 must be at least 16 characters/)
+    t.match(fromList.message, /token #2 is malformed or guessable; a token must be at least 32 characters .* 128 bits or more/)
     t.notMatch(fromList.message, token)
     const dir = t.testdir({ tokens: `${token}\n` })
     t.notMatch(configError({ PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }).message, token)
   })
 }
+
+t.test('random tokens of 32 characters or more are accepted: base64url, base64 with padding, hex', async (t) => {
+  for (const token of [randomBytes(24).toString('base64url'), randomBytes(32).toString('base64'), randomBytes(16).toString('hex')]) {
+    t.strictSame(loadConfig({ PLANT_STORE_TOKENS: token }).tokens, [token])
+  }
+})
 
 t.test('production without a token refuses to start', async (t) => {
   for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', PLANT_STORE_TOKENS: ' , ' }]) {
@@ -185,6 +197,21 @@ t.test('TRUST_PROXY is false by default, true/false, or a list of addresses and 
   ]) {
     t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
   }
+})
+
+t.test('in production, TRUST_PROXY that trusts every address refuses to start, saying why', async (t) => {
+  for (const value of ['true', '0.0.0.0/0', '10.0.0.1,::/0']) {
+    const message = configError({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: value }).message
+    t.match(message, /^Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address/, value)
+  }
+  t.strictSame(loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
+})
+
+t.test('MAX_CONNECTIONS is the open-file limit less 128 unless set', async (t) => {
+  const limit = openFileLimit()
+  t.equal(limit, Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })), 'the soft RLIMIT_NOFILE, as the shell reads it')
+  t.equal(loadConfig({}).maxConnections, limit - 128)
+  t.equal(loadConfig({ MAX_CONNECTIONS: '500' }).maxConnections, 500)
 })
 
 t.test('SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS', async (t) => {

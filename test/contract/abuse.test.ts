@@ -1,0 +1,116 @@
+/**
+ * One client against the others (OWASP API2:2023 and API4:2023): address budgets
+ * that a client cannot multiply, forge or flush, credentials kept out of URLs and
+ * logs, a bounded number of connections, and error answers that are never cached.
+ */
+import { once } from 'node:events'
+import { connect, type Socket } from 'node:net'
+import t from 'tap'
+import { loggerOptions } from '../../service/logging.js'
+import { build, JSON_HEADERS, listen, logSink, TOKEN } from '../helpers/app.js'
+import { assertErrorBody, contractViolations } from '../helpers/contract.js'
+import { exchange } from '../helpers/raw-http.js'
+
+const WRONG = 'wrong-token-0123456789abcdefghijklmnop'
+
+/** A create from `address` (the socket's) with a wrong token, and `forwardedFor` when given. */
+const failure = (address: string, forwardedFor?: string) => ({
+  method: 'POST' as const,
+  url: '/plants',
+  remoteAddress: address,
+  headers: { 'content-type': 'application/json', authorization: `Bearer ${WRONG}`, ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) },
+  payload: { id: 1, name: 'Ficus' },
+})
+
+t.test('IPv6 clients share a failure budget per /56 network, not per /64', async (t) => {
+  const app = await build(t, { authFailureLimitMax: 1 })
+  t.equal((await app.inject(failure('2001:db8:0:1::1'))).statusCode, 401)
+  t.equal((await app.inject(failure('2001:db8:0:2::1'))).statusCode, 429, 'another /64 of the same /56 shares the budget')
+  t.equal((await app.inject(failure('2001:db8:0:ff:ffff::1'))).statusCode, 429, 'the last /64 of that /56 too')
+  t.equal((await app.inject(failure('2001:db8:0:100::1'))).statusCode, 401, 'the next /56 has its own')
+})
+
+t.test('a flood of new addresses does not reset the count of a known offender', async (t) => {
+  const app = await build(t, { authFailureLimitMax: 3 })
+  const attacker = '198.51.100.66'
+  t.equal((await app.inject(failure(attacker))).statusCode, 401)
+  t.equal((await app.inject(failure(attacker))).statusCode, 401)
+  // More new addresses than the store keeps of them (5,000), one failure each.
+  for (let batch = 0; batch < 60; batch++) {
+    const flood = Array.from({ length: 100 }, (_, i) => app.inject(failure(`10.${batch}.${i >> 8}.${i & 255}`)))
+    for (const response of await Promise.all(flood)) if (response.statusCode !== 401) t.fail(`a flood request got ${response.statusCode}`)
+  }
+  t.equal((await app.inject(failure(attacker))).statusCode, 401, 'the third failure is still counted as the third')
+  t.equal((await app.inject(failure(attacker))).statusCode, 429, 'and the fourth is past the budget')
+})
+
+t.test('behind a trusted gateway, a forwarded address that is not an IP address counts as the gateway', async (t) => {
+  const gateway = '10.0.0.2'
+  const { stream, lines } = logSink()
+  const app = await build(t, { authFailureLimitMax: 1, trustProxy: true }, { ...loggerOptions('info', false), stream })
+  t.equal((await app.inject(failure(gateway, '198.51.100.001'))).statusCode, 401)
+  for (const forged of ['0xc6.51.100.1', '3325256705', '198.51.100.1:1234', 'not-an-ip', `203.0.113.1${'x'.repeat(7000)}`]) {
+    t.equal((await app.inject(failure(gateway, forged))).statusCode, 429, `${forged.slice(0, 20)}: the gateway's budget, already spent`)
+  }
+  const addresses = new Set(lines.flatMap((line) => ((line.req as { remoteAddress?: string } | undefined)?.remoteAddress ?? [])))
+  t.strictSame([...addresses], [gateway], 'and it is logged as the gateway, never as given')
+  t.equal((await app.inject(failure(gateway, '::ffff:198.51.100.9'))).statusCode, 401, 'a valid forwarded address has its own budget')
+  t.equal((await app.inject(failure(gateway, '198.51.100.9'))).statusCode, 429, 'the same address in another spelling shares it')
+})
+
+t.test('a bearer token in the query string is 400 invalid_request, and the logs never hold it (RFC 6750 §2.3)', async (t) => {
+  const { stream, lines } = logSink()
+  const app = await build(t, {}, { ...loggerOptions('info', false), stream })
+  for (const headers of [{ 'content-type': 'application/json' }, JSON_HEADERS]) {
+    const response = await app.inject({ method: 'POST', url: `/plants?access_token=${TOKEN}`, headers, payload: { id: 1, name: 'Ficus' } })
+    t.same(contractViolations(response), [])
+    assertErrorBody(t, response, 400)
+    t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
+    t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
+  }
+  t.equal((await app.inject({ url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, 'on every route')
+  t.ok(lines.some((line) => line.msg === 'incoming request'), 'requests were logged')
+  t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
+})
+
+/** A connection to `url`'s port, once the client side is open. */
+async function connection(url: string): Promise<Socket> {
+  const socket = connect(Number(new URL(url).port), '127.0.0.1')
+  await once(socket, 'connect')
+  return socket
+}
+
+t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones are served', async (t) => {
+  const { app, url } = await listen(t, { maxConnections: 2 })
+  const held = [await connection(url), await connection(url)]
+  t.teardown(() => held.forEach((socket) => socket.destroy()))
+  while ((await new Promise<number>((resolve) => app.server.getConnections((_, count) => resolve(count)))) < 2);
+  const dropped = once(app.server, 'drop')
+  const extra = await connection(url)
+  extra.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
+  const received: Buffer[] = []
+  extra.on('data', (chunk: Buffer) => received.push(chunk))
+  await once(extra, 'close')
+  await dropped
+  t.equal(Buffer.concat(received).length, 0, 'the extra connection got no answer')
+  const answer = once(held[0]!, 'data')
+  held[0]!.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
+  t.match(String((await answer)[0]), /^HTTP\/1\.1 200/, 'a held connection is served')
+})
+
+t.test('no error answer is cached: Cache-Control no-store on 401, 404, 405 and on what the HTTP parser rejects', async (t) => {
+  const { app, url } = await listen(t)
+  for (const request of [
+    { method: 'POST' as const, url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{}' },
+    { method: 'GET' as const, url: '/nowhere' },
+    { method: 'GET' as const, url: '/plants' },
+    { method: 'GET' as const, url: '/docs/static/nothing-here.js' },
+  ]) {
+    const response = await app.inject(request)
+    t.ok(response.statusCode >= 400, `${request.method} ${request.url}: ${response.statusCode}`)
+    t.equal(response.headers['cache-control'], 'no-store')
+  }
+  const malformed = await exchange({ url }, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n')
+  t.equal(malformed.statusCode, 400)
+  t.equal(malformed.headers['cache-control'], 'no-store', 'written straight to the socket too')
+})
