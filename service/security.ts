@@ -50,8 +50,7 @@ export class Security {
  * @throws {HttpError} 400 `invalid_request` (RFC 6750 §3.1) when the query has `access_token`.
  */
 export function refuseTokenInQuery(request: FastifyRequest): void {
-  // (Fastify's last-resort 404, for a method its router does not know, has no query.)
-  if (Object.hasOwn((request.query as object | null) ?? {}, 'access_token')) {
+  if (Object.hasOwn(request.query as object, 'access_token')) {
     throw new HttpError(400, 'invalid_request: send the bearer token in the Authorization header, never in the URL (RFC 6750 §2.3)', {
       'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"`,
     })

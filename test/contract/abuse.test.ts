@@ -68,7 +68,9 @@ t.test('a bearer token in the query string is 400 invalid_request, and the logs 
     t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
     t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
   }
-  t.equal((await app.inject({ url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, 'on every route')
+  for (const method of ['GET', 'TRACE', 'PROPFIND'] as const) {
+    t.equal((await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, `on every route and method: ${method}`)
+  }
   t.ok(lines.some((line) => line.msg === 'incoming request'), 'requests were logged')
   t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
 })

@@ -7,7 +7,8 @@
  * verbatim into a directory of the test's own, which is nginx's prefix (`-p`: pid,
  * temporary files). Only the two files an operator edits are written by the test:
  * `upstreams.conf` (one `server` line per replica) and `listen.conf` (the port, and a
- * self-signed certificate made with Debian's `openssl`). The access log is read
+ * self-signed certificate made with Debian's `openssl`), each server line with the
+ * parameters of the shipped one (`max_fails=0`). The access log is read
  * from the prefix directory, where the shipped configuration writes it. Includes rather than
  * placeholders: nginx reads them as it reads the operator's, nothing rewrites the
  * policy files, and the example ones stay valid nginx.
@@ -33,6 +34,9 @@ const SHIPPED = ['nginx.conf', 'errors.conf']
 
 /** The path prefix the shipped configuration mounts the service under, read from it (e.g. `/plant-store`). */
 export const GATEWAY_PREFIX = /location = (\/\S+)\/plants \{/.exec(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'))![1]!
+
+/** The parameters of the shipped `upstreams.conf`'s server lines (e.g. ` max_fails=0`), given to the test's replicas too. */
+const SERVER_PARAMETERS = /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
 
 /** A running gateway. */
 export interface Gateway {
@@ -77,7 +81,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions): Pro
   const cert = join(dir, 'cert.pem')
   const key = join(dir, 'key.pem')
   await selfSignedCertificate(cert, key)
-  writeFileSync(join(dir, 'upstreams.conf'), options.upstreams.map((address) => `server ${address};\n`).join(''))
+  writeFileSync(join(dir, 'upstreams.conf'), options.upstreams.map((address) => `server ${address}${SERVER_PARAMETERS};\n`).join(''))
   const ca = readFileSync(cert, 'utf8')
 
   // A port found free may be taken before nginx binds it: try another.
