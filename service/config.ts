@@ -102,7 +102,7 @@ export const settingsSchema = Type.Object({
     minimum: 0,
     default: 20,
     description:
-      'Failed authentications per window per client address (see `TRUST_PROXY`); past it, failures are 429. A valid token is never refused for them. `0` off.',
+      "Failed authentications per window per client address (see `TRUST_PROXY`; IPv6 per /56, a subscriber's usual allocation); past it, failures are 429. A valid token is never refused for them. `0` off.",
   }),
   AUTH_FAILURE_LIMIT_WINDOW_MS: Type.Integer({ minimum: 1000, maximum: 86400000, default: 60000, description: 'Failed-authentication window.' }),
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: Type.Integer({
