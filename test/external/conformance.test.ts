@@ -48,9 +48,13 @@ import { closedPort, listen, TOKEN, type TestContext } from '../helpers/app.js'
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
 const PRISM_BIN = join(dirname(PRISM_PACKAGE), (require(PRISM_PACKAGE) as { bin: { prism: string } }).bin.prism)
-/** Milliseconds Prism may take to start, and any one request to be answered. */
-const START_TIMEOUT_MS = 30_000
-const REQUEST_TIMEOUT_MS = 10_000
+/**
+ * Milliseconds Prism may take to start, and any one request to be answered: guards
+ * against a hung process, not speed limits. Prism takes about 5 s to start on an
+ * idle machine and over 30 s when both cores are busy.
+ */
+const START_TIMEOUT_MS = 180_000
+const REQUEST_TIMEOUT_MS = 60_000
 
 /**
  * Starts `prism proxy <contract> <upstream>` on a free loopback port (port 0; Prism
