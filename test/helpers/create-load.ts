@@ -1,0 +1,134 @@
+/**
+ * Creates under load through the gateway, for failover tests: a few concurrent
+ * clients each sending `POST /plants` with an id never sent before, recording every
+ * answer with its time, until stopped. Nothing is retried, so each id has exactly
+ * one answer and "every id answered 200 is stored once" can be checked.
+ *
+ * @module
+ */
+import { Agent, request } from 'node:https'
+import type { Gateway } from './nginx.js'
+
+/** One request and its answer. */
+export interface Outcome {
+  readonly id: bigint
+  /** The HTTP status; 0 when no answer came (connection error, or none within 15 s). */
+  readonly status: number
+  readonly retryAfter: string | undefined
+  /** `performance.now()` when the request was sent, and when its answer (or error) came. */
+  readonly sentAt: number
+  readonly answeredAt: number
+}
+
+/** Load that is running. */
+export interface Load {
+  /** Every answer so far, in the order they came. */
+  readonly outcomes: readonly Outcome[]
+  /** Resolves once `count` answers with status 200 have come since `since` (a `performance.now()`), or rejects after `timeoutMs`. */
+  successes(count: number, since: number, timeoutMs: number): Promise<void>
+  /** Stops sending; resolves once every client's last request is answered. */
+  stop(): Promise<void>
+}
+
+/** What the answers of a failover window say. */
+export interface FailoverFigures {
+  /** Seconds from the kill to the first 200 of a request sent after it. */
+  readonly recoverySeconds: number
+  /** Answers that came between the kill and that 200, by status (0: no answer). */
+  readonly during: Readonly<Record<number, number>>
+}
+
+/** Most requests a client sends per second: half the gateway's per-address rate (`limit_req`), so none is 429. */
+const CLIENT_RATE = 50
+
+/**
+ * Starts `clients` clients creating plants through `gateway` with ids from
+ * `firstId` upwards, each from a loopback address of its own (127.0.0.10, .11, …:
+ * the gateway's limits are per address) and at most {@link CLIENT_RATE} a second.
+ * After an answer other than 200 a client waits 100 ms: faster than the
+ * `Retry-After` of a 503 asks, so the recovery is timed closely, yet without
+ * spinning on a store that is away.
+ */
+export function startLoad(gateway: Gateway, token: string, firstId: bigint, clients = 16): Load {
+  const agent = new Agent({ keepAlive: true, maxSockets: clients, ca: gateway.ca })
+  const outcomes: Outcome[] = []
+  let next = firstId
+  let stopped = false
+  const listeners = new Set<() => void>()
+  const client = async (localAddress: string) => {
+    while (!stopped) {
+      const id = next++
+      const outcome = await create(agent, `${gateway.url}/plants`, token, id, localAddress)
+      outcomes.push(outcome)
+      for (const listener of listeners) listener()
+      const pause = outcome.status === 200 ? outcome.sentAt + 1000 / CLIENT_RATE - performance.now() : 100
+      if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause))
+    }
+  }
+  const running = Promise.all(Array.from({ length: clients }, (_, i) => client(`127.0.0.${10 + i}`)))
+  return {
+    outcomes,
+    successes: (count, since, timeoutMs) =>
+      new Promise<void>((resolve, reject) => {
+        const check = () => {
+          if (outcomes.filter((outcome) => outcome.status === 200 && outcome.sentAt >= since).length < count) return
+          finish()
+          resolve()
+        }
+        const timer = setTimeout(() => {
+          finish()
+          reject(new Error(`fewer than ${count} creates answered 200 within ${timeoutMs} ms; answers by status: ${JSON.stringify(countByStatus(outcomes))}`))
+        }, timeoutMs)
+        const finish = () => {
+          clearTimeout(timer)
+          listeners.delete(check)
+        }
+        listeners.add(check)
+        check()
+      }),
+    stop: async () => {
+      stopped = true
+      await running
+      agent.destroy()
+    },
+  }
+}
+
+/** One create; never throws (a failed exchange is status 0). */
+function create(agent: Agent, url: string, token: string, id: bigint, localAddress: string): Promise<Outcome> {
+  const body = `{"id":${id},"name":"plant ${id}"}`
+  const sentAt = performance.now()
+  return new Promise((resolve) => {
+    let settled = false
+    const done = (status: number, retryAfter?: string) => {
+      if (!settled) resolve({ id, status, retryAfter, sentAt, answeredAt: performance.now() })
+      settled = true
+    }
+    const sent = request(url, { method: 'POST', agent, localAddress, timeout: 15_000, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
+      response.resume()
+      // A response cut off before its end is no answer.
+      response.on('close', () => done(response.complete ? response.statusCode! : 0, response.headers['retry-after']))
+    })
+    sent.on('timeout', () => sent.destroy(new Error('no answer within 15 s')))
+    sent.on('error', () => done(0))
+    sent.end(body)
+  })
+}
+
+/** Answers by status, e.g. `{ 200: 1234, 503: 56 }`. */
+export function countByStatus(outcomes: readonly Outcome[]): Record<number, number> {
+  const counts: Record<number, number> = {}
+  for (const { status } of outcomes) counts[status] = (counts[status] ?? 0) + 1
+  return counts
+}
+
+/**
+ * The figures of a failover: the kill happened at `killedAt` (`performance.now()`).
+ * @throws when no request sent after the kill was answered 200.
+ */
+export function failoverFigures(outcomes: readonly Outcome[], killedAt: number): FailoverFigures {
+  const recovered = outcomes.filter((outcome) => outcome.sentAt >= killedAt && outcome.status === 200).reduce((first, outcome) => Math.min(first, outcome.answeredAt), Infinity)
+  if (recovered === Infinity) throw new Error('no create sent after the kill was answered 200')
+  const during = countByStatus(outcomes.filter((outcome) => outcome.answeredAt >= killedAt && outcome.answeredAt <= recovered))
+  return { recoverySeconds: (recovered - killedAt) / 1000, during }
+}
