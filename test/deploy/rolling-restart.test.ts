@@ -10,22 +10,16 @@
  *
  * @module
  */
-import { Agent, request } from 'node:https'
 import t from 'tap'
 import { closedPort, postgresSchema, TOKEN } from '../helpers/app.js'
-import { authorized, PLANTS } from '../helpers/gateway-client.js'
+import { countByStatus, startLoad } from '../helpers/create-load.js'
 import { startGateway } from '../helpers/nginx.js'
 import { type ServiceProcess, startService } from '../helpers/process.js'
 
-/** Concurrent clients, each sending one create after the other from a loopback address of its own. */
+/** Concurrent clients, each from a loopback address of its own. */
 const CLIENTS = 10
-/**
- * Each client's pace: at most one create per this many milliseconds, half the
- * gateway's per-address rate (100 a second), so that its limit is not what is tested.
- */
-const PACE_MS = 20
-/** An upper bound on the whole run, so the load always stops. */
-const LOAD_DEADLINE_MS = 10 * 60_000
+/** How long the load may take to reach each count of creates (a guard, not a speed target). */
+const PROGRESS_TIMEOUT_MS = 5 * 60_000
 
 const schema = await postgresSchema(t)
 const ports = [await closedPort(), await closedPort()]
@@ -33,78 +27,33 @@ const env = (port: number) => ({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: schema
 const replicas: ServiceProcess[] = await Promise.all(ports.map((port) => startService(t, env(port))))
 const gateway = await startGateway(t, { upstreams: ports.map((port) => `127.0.0.1:${port}`) })
 
-/** What the clients saw. */
-const seen = { created: [] as number[], other: [] as string[], failed: [] as string[] }
-let loading = true
-
-/** POSTs one plant through the gateway; resolves with the status, or rejects when the exchange fails. */
-function create(agent: Agent, localAddress: string, id: number): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ id, name: `Fern ${id}` })
-    const sent = request(`${gateway.origin}${PLANTS}`, { method: 'POST', agent, localAddress, ca: gateway.ca, servername: 'localhost', headers: { ...authorized(TOKEN), 'content-length': Buffer.byteLength(body) } }, (response) => {
-      response.resume()
-      response.on('end', () => resolve(response.statusCode!))
-      response.on('error', reject)
-    })
-    sent.on('error', reject)
-    sent.end(body)
-  })
-}
-
-/** One client: creates plants with ids of its own over a kept-alive connection until the load stops. */
-async function client(index: number): Promise<void> {
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 })
-  const deadline = Date.now() + LOAD_DEADLINE_MS
-  for (let id = index * 1_000_000 + 1; loading && Date.now() < deadline; id++) {
-    const started = Date.now()
-    try {
-      const status = await create(agent, `127.0.0.${10 + index}`, id)
-      if (status === 200) seen.created.push(id)
-      else seen.other.push(`${id}: ${status}`)
-    } catch (error) {
-      seen.failed.push(`${id}: ${(error as Error).message}`)
-    }
-    await new Promise((resolve) => setTimeout(resolve, Math.max(0, PACE_MS - (Date.now() - started))))
-  }
-  agent.destroy()
-}
-
 /** Resolves once `replica` answers `GET /health/ready` with 200. */
 async function ready(replica: ServiceProcess): Promise<void> {
-  for (;;) {
-    const status = await fetch(`${replica.url}/health/ready`).then((response) => response.status, () => 0)
-    if (status === 200) return
+  while ((await fetch(`${replica.url}/health/ready`).then((response) => response.status, () => 0)) !== 200) {
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
 
-/** Waits until the clients have had `count` more creates answered 200. */
-async function creates(count: number): Promise<void> {
-  const target = seen.created.length + count
-  while (seen.created.length < target && loading) await new Promise((resolve) => setTimeout(resolve, 20))
-}
-
 t.test('replicas restarted one after the other under load: no client sees an error, and every 200 is stored once', async (t) => {
-  const load = Promise.all(Array.from({ length: CLIENTS }, (_, index) => client(index)))
-  t.teardown(() => void (loading = false))
-  await creates(200)
+  const load = startLoad(gateway, TOKEN, 1n, CLIENTS)
+  t.teardown(() => load.stop())
+  await load.successes(200, 0, PROGRESS_TIMEOUT_MS)
   for (const [index, port] of ports.entries()) {
     t.equal(await replicas[index]!.stop('SIGTERM'), 0, `replica ${index + 1} drained and exited 0`)
-    await creates(50)
+    await load.successes(50, performance.now(), PROGRESS_TIMEOUT_MS)
     replicas[index] = await startService(t, env(port))
     await ready(replicas[index]!)
-    t.comment(`replica ${index + 1} restarted and ready; ${seen.created.length} creates so far`)
+    t.comment(`replica ${index + 1} restarted and ready; ${load.outcomes.length} creates so far`)
   }
-  await creates(200)
-  loading = false
-  await load
+  await load.successes(200, performance.now(), PROGRESS_TIMEOUT_MS)
+  await load.stop()
 
-  t.same(seen.other, [], 'no answer but 200')
-  t.same(seen.failed, [], 'no failed exchange')
-  const ids = seen.created
+  const statuses = countByStatus(load.outcomes)
+  t.same(Object.keys(statuses), ['200'], `only 200, no other status and no failed exchange (0): ${JSON.stringify(statuses)}`)
+  const ids = load.outcomes.filter((outcome) => outcome.status === 200).map((outcome) => String(outcome.id))
   const { rows } = await schema.client.query<{ stored: string; total: string }>(
     'select count(*) filter (where id = any($1::bigint[])) as stored, count(*) as total from plant',
-    [ids.map(String)],
+    [ids],
   )
   t.equal(Number(rows[0]!.stored), ids.length, `all ${ids.length} plants answered 200 are stored`)
   t.equal(Number(rows[0]!.total), ids.length, 'nothing else is stored (the id is the primary key: none twice)')

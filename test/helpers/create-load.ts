@@ -1,5 +1,5 @@
 /**
- * Creates under load through the gateway, for failover tests: a few concurrent
+ * Creates under load through the gateway, for failover and restart tests: a few concurrent
  * clients each sending `POST /plants` with an id never sent before, recording every
  * answer with its time, until stopped. Nothing is retried, so each id has exactly
  * one answer and "every id answered 200 is stored once" can be checked.
