@@ -67,7 +67,7 @@ const LAYERS: Record<string, Layer> = {
   postgres: { needs: ['postgres'], commands: [['tap', ...NO_COVERAGE]], env: (services) => ({ TEST_DATABASE_URL: services.postgres! }) },
   // Prism, fast-check, the typed clients; the released contract's compatibility; the Arazzo workflow.
   external: {
-    needs: ['postgres'],
+    needs: [],
     commands: [
       ['tap', ...NO_COVERAGE, 'test/external/**/*.test.ts'],
       ['npm', 'run', '--silent', 'check:compat'],
