@@ -101,8 +101,8 @@ class DiskState {
       await rm(file, { force: true })
     }
     this.wrote()
-    /* c8 ignore stop */
   }
+  /* c8 ignore stop */
 }
 
 /**
