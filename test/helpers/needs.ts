@@ -20,7 +20,7 @@ export const CHROMIUM = '/usr/bin/chromium'
  * `TEST_REDIS_URL` (`redis://…`): the Redis the test run started (`npm run
  * test:services` starts `redis-server` when it is installed), or one named by hand.
  */
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
 
 /** Why `need` is missing on this machine, or undefined when it is there. */
 export function missing(need: Need): string | undefined {

@@ -265,18 +265,30 @@ function skipsRecorded(file: string): string[] {
 }
 
 async function main(names: string[]): Promise<number> {
+  const results: string[] = []
+  const layerSkips: string[] = []
+  let failed = false
   const unknown = names.filter((name) => !(name in LAYERS))
   if (names.length === 0 || unknown.length > 0) {
     console.error(`usage: node test/run/run.ts LAYER… (layers: ${Object.keys(LAYERS).join(', ')})`)
     return 2
   }
-  const layers = names.map((name) => [name, LAYERS[name]!] as const)
+  // Layers whose programs are missing are skipped before anything starts.
+  const layers: Array<readonly [string, Layer]> = []
+  for (const name of names) {
+    const layer = LAYERS[name]!
+    const absent = (layer.programs ?? []).filter((program) => !program.present())
+    if (absent.length === 0) {
+      layers.push([name, layer])
+      continue
+    }
+    const reason = `needs ${absent.map((program) => `${program.name} (${program.install})`).join(', ')}`
+    layerSkips.push(`test:${name} (the whole layer): ${reason}`)
+    results.push(`${name}: skipped, ${reason}`)
+  }
   const work = mkdtempSync(join(tmpdir(), 'plant-store-test-run-'))
   cleanups.push(() => rmSync(work, { recursive: true, force: true }))
   const skipsFile = join(work, 'skips.jsonl')
-  const results: string[] = []
-  const layerSkips: string[] = []
-  let failed = false
 
   const services: Services = {}
   if (layers.some(([, layer]) => layer.needs.includes('postgres'))) {
@@ -307,14 +319,6 @@ async function main(names: string[]): Promise<number> {
     ...(services.redis === undefined ? {} : { TEST_REDIS_URL: services.redis }),
   }
   for (const [name, layer] of layers) {
-    const absent = (layer.programs ?? []).filter((program) => !program.present())
-    if (absent.length > 0) {
-      const reason = `needs ${absent.map((program) => `${program.name} (${program.install})`).join(', ')}`
-      layerSkips.push(`test:${name} (the whole layer): ${reason}`)
-      results.push(`${name}: skipped, ${reason}`)
-      if (CI) failed = true
-      continue
-    }
     const started = performance.now()
     let code = 0
     for (const command of layer.commands) {
