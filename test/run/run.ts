@@ -353,8 +353,10 @@ async function cleanUp(): Promise<void> {
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
+    // The command first, so that no test sees its services go away.
+    const stopped = current === undefined ? Promise.resolve() : once(current, 'close')
     current?.kill(signal)
-    void cleanUp().finally(() => process.exit(130))
+    void stopped.then(cleanUp).finally(() => process.exit(130))
   })
 }
 
