@@ -43,8 +43,9 @@ const server = new EmbeddedPostgres({
   password,
   authMethod: 'scram-sha-256',
   persistent: false,
-  // No fsync while creating the cluster: it is thrown away after the run.
-  initdbFlags: ['--no-sync'],
+  // UTF-8 whatever locales the machine has (without any, initdb picks SQL_ASCII);
+  // no fsync while creating the cluster: it is thrown away after the run.
+  initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
   // TCP on loopback only; no Unix socket (its default directory may not exist or be writable).
   postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
   onLog: (message) => log.push(message),
@@ -54,7 +55,11 @@ const server = new EmbeddedPostgres({
 try {
   await server.initialise()
   await server.start()
-  await server.createDatabase('test')
+  // Not createDatabase(): it connects to "localhost", which a minimal system may not resolve.
+  const client = server.getPgClient('postgres', '127.0.0.1')
+  await client.connect()
+  await client.query('create database test')
+  await client.end()
 } catch (error) {
   console.error(`PostgreSQL did not start: ${error instanceof Error ? error.message : String(error)}\n${log.join('')}`)
   await server.stop().catch(() => {})
