@@ -24,7 +24,7 @@ const create = (token: string, id: number, address = '127.0.0.1') => ({
 })
 
 t.test('with Redis, replicas share one budget per token', requires('redis'), async (t) => {
-  const token = `shared-${randomBytes(12).toString('hex')}`
+  const token = `shared-${randomBytes(16).toString('hex')}`
   const config = { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: TEST_REDIS_URL }
   const [a, b] = [await build(t, config), await build(t, config)]
   const statuses = []
