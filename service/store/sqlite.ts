@@ -197,6 +197,7 @@ function watchedWrite(statement: SQLite.Statement, database: SQLite.Database, di
       if (changed && !database.inTransaction) disk.wrote()
       return result
     } catch (error) {
+      /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
       if (isDiskFailure(error)) disk.failed(error as Error)
       throw error
     }
