@@ -120,6 +120,8 @@ async function freePort(): Promise<number> {
 const cleanups: Array<() => void | Promise<void>> = []
 /** The command running now, stopped on SIGINT/SIGTERM. */
 let current: ChildProcess | undefined
+/** Set on SIGINT/SIGTERM: no further command starts. */
+let stopping = false
 
 /**
  * The first line a child prints on stdout, or rejects with its output when it
@@ -319,9 +321,11 @@ async function main(names: string[]): Promise<number> {
     ...(services.redis === undefined ? {} : { TEST_REDIS_URL: services.redis }),
   }
   for (const [name, layer] of layers) {
+    if (stopping) break
     const started = performance.now()
     let code = 0
     for (const command of layer.commands) {
+      if (stopping) break
       const args = command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command
       code = await runCommand(args, { ...base, ...layer.env?.(services) })
       if (code !== 0) break
@@ -353,6 +357,7 @@ async function cleanUp(): Promise<void> {
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
+    stopping = true
     // The command first, so that no test sees its services go away.
     const stopped = current === undefined ? Promise.resolve() : once(current, 'close')
     current?.kill(signal)
