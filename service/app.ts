@@ -142,6 +142,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const store = openStore({
     ...config,
     onConnectionError: (err) => app.log.warn({ err }, 'store connection lost'),
+    /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
     onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
   })
   app.addHook('onClose', () => store.close())

@@ -71,10 +71,14 @@ class DiskState {
     this.failure = undefined
   }
 
+  // A disk that fails takes a full or failing file system, which only root can
+  // mount: test/services/file-systems.test.ts, outside the coverage measurement.
+  /* c8 ignore start */
   failed(error: Error): void {
     if (this.failure === undefined) this.onWriteFailure?.(error)
     this.failure = error
   }
+  /* c8 ignore stop */
 
   /**
    * Resolves when the disk takes writes: at once while no write has failed, else
@@ -83,6 +87,7 @@ class DiskState {
    */
   async check(): Promise<void> {
     if (this.failure === undefined) return
+    /* c8 ignore start -- after a disk failure only: see failed() */
     const file = join(this.dataDir, PROBE_FILE)
     try {
       const handle = await open(file, 'w')
@@ -97,6 +102,7 @@ class DiskState {
     }
     this.wrote()
   }
+  /* c8 ignore stop */
 }
 
 /**
@@ -191,6 +197,7 @@ function watchedWrite(statement: SQLite.Statement, database: SQLite.Database, di
       if (changed && !database.inTransaction) disk.wrote()
       return result
     } catch (error) {
+      /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
       if (isDiskFailure(error)) disk.failed(error as Error)
       throw error
     }

@@ -1,9 +1,10 @@
 /**
- * Limits and headers: per-token rate limit (429, RFC 6585 §4), shared across
- * replicas through Redis; the failed-authentication limit per client address
- * (OWASP API2:2023, API4:2023); load shedding (503); security headers; CORS.
+ * Limits and headers: per-token rate limit (429, RFC 6585 §4); the
+ * failed-authentication limit per client address (OWASP API2:2023, API4:2023);
+ * load shedding (503); security headers; CORS. Shared across replicas through
+ * Redis: `test/services/redis.test.ts`.
  */
-import { randomBytes, randomInt } from 'node:crypto'
+import { randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createApp } from '../../service/app.js'
@@ -33,15 +34,6 @@ t.test('each token has its own budget; past it, 429 with Retry-After and the Err
   t.equal((await app.inject(create(OTHER_TOKEN, 3))).statusCode, 200, 'another token is not limited')
   const unauthenticated = await app.inject({ ...create('not-a-valid-token-at-all', 4) })
   t.equal(unauthenticated.statusCode, 401, 'authentication comes first')
-})
-
-t.test('with Redis, replicas share one budget per token', async (t) => {
-  const token = `shared-${randomBytes(16).toString('hex')}`
-  const config = { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: 'redis://127.0.0.1:6379' }
-  const [a, b] = [await build(t, config), await build(t, config)]
-  const statuses = []
-  for (const [i, app] of [a, b, a, b].entries()) statuses.push((await app!.inject(create(token, i))).statusCode)
-  t.same(statuses, [200, 200, 200, 429])
 })
 
 /** A request of `address` (the socket's, or the gateway's with `forwardedFor`) with `token` (none when undefined). */
@@ -111,16 +103,6 @@ t.test('behind a trusted gateway the client address it forwards is the key; untr
     'without TRUST_PROXY, X-Forwarded-For is not believed: one budget for the gateway',
   )
   t.equal((await untrusting.inject(from(gateway, TOKEN, '203.0.113.3'))).statusCode, 200, 'a client with the right token behind it is still served')
-})
-
-t.test('with Redis, replicas share one failure budget per address', async (t) => {
-  const address = `10.${randomInt(256)}.${randomInt(256)}.${randomInt(1, 255)}`
-  const config = { authFailureLimitMax: 2, rateLimitRedisUrl: 'redis://127.0.0.1:6379' }
-  const [a, b] = [await build(t, config), await build(t, config)]
-  const answered = []
-  for (const app of [a, b, a, b]) answered.push((await app!.inject(from(address, WRONG))).statusCode)
-  t.same(answered, [401, 401, 429, 429])
-  t.equal((await b!.inject(from(address, TOKEN))).statusCode, 200)
 })
 
 t.test('the failure limit off (AUTH_FAILURE_LIMIT_MAX=0): failures stay 401', async (t) => {

@@ -13,8 +13,8 @@
  * with nothing behind it, is `test/deploy/nginx.test.ts`.
  *
  * Needs podman (and the image: see `test/helpers/podman.ts`), nginx, openssl,
- * socat, Chromium and PostgreSQL at 127.0.0.1:5432; without them it fails, it does
- * not skip.
+ * socat, Chromium and PostgreSQL (`npm run test:deploy` starts one, and skips the
+ * layer naming what else is missing).
  * Screenshots of the authorized runs go to `artifacts/swagger-ui-gateway*.png`.
  *
  * @module

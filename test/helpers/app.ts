@@ -30,8 +30,12 @@ export type TestContext = Pick<Test, 'teardown'>
  */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
-/** PostgreSQL for tests that need it whatever store the suite runs on. */
-export const POSTGRES_URL = TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+/**
+ * PostgreSQL for tests that need it whatever store the suite runs on: that of
+ * {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the server `npm test` starts
+ * for its run, see `test/run/run.ts`), else one at 127.0.0.1:5432.
+ */
+export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 /** A PostgreSQL schema of one test: a URL that selects it, and a client inside it. */
 export interface PostgresSchema {

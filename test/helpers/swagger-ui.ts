@@ -5,7 +5,8 @@
  * but the loopback host, and must break no content security policy.
  *
  * Chromium must be installed at {@link CHROMIUM} (`apt-get install chromium`);
- * without it {@link launchChromium} throws: browser tests fail, they do not skip.
+ * without it {@link launchChromium} throws, so a test that uses it declares
+ * `requires('chromium')` (`needs.ts`) and is skipped, naming it.
  *
  * @module
  */
@@ -14,10 +15,8 @@ import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import type { Test } from 'tap'
+import { CHROMIUM } from './needs.js'
 import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
-
-/** Debian's Chromium. */
-export const CHROMIUM = '/usr/bin/chromium'
 /** Milliseconds any one step (navigation, click, wait) may take. */
 const STEP_TIMEOUT_MS = 15_000
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]'])

@@ -7,20 +7,25 @@
  * The same through the example gateway in front of the service's containers, under
  * its path prefix, is in `test/deploy/gateway.test.ts`; both drive the page with
  * `test/helpers/swagger-ui.ts`. A screenshot of the authorized run is saved to
- * `artifacts/swagger-ui.png`.
+ * `artifacts/swagger-ui.png`. Needs Chromium; without it each test is skipped, naming it.
  *
  * @module
  */
+import type { Browser } from 'playwright-core'
 import t from 'tap'
 import { createsPlant, isolatedPage, launchChromium, noMisdeeds, screenshotPath, tryItOut, docsShown, authorize } from '../helpers/swagger-ui.js'
 import { listen, TOKEN } from '../helpers/app.js'
+import { requires } from '../helpers/needs.js'
 
 // Starting Chromium and rendering Swagger UI can outlast tap's default 30 s on a busy runner.
 t.setTimeout(120_000)
-const browser = await launchChromium(t)
-const { url } = await listen(t)
+const chromium = requires('chromium')
+/** The browser and the app, started by the first test that runs (none when Chromium is missing). */
+let started: Promise<{ browser: Browser; url: string }> | undefined
+const browserAndApp = () => (started ??= Promise.all([launchChromium(t), listen(t)]).then(([browser, { url }]) => ({ browser, url })))
 
-t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 with the Plant', async (t) => {
+t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 with the Plant', chromium, async (t) => {
+  const { browser, url } = await browserAndApp()
   const { page, misdeeds } = await isolatedPage(t, browser)
   await page.goto(`${url}/docs`)
   await docsShown(page)
@@ -29,7 +34,8 @@ t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 
   noMisdeeds(t, misdeeds)
 })
 
-t.test('not authorized, Try it out → Execute is answered 401 with the Error body', async (t) => {
+t.test('not authorized, Try it out → Execute is answered 401 with the Error body', chromium, async (t) => {
+  const { browser, url } = await browserAndApp()
   const { page, misdeeds } = await isolatedPage(t, browser)
   await page.goto(`${url}/docs`)
   await docsShown(page)

