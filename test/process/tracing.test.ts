@@ -9,16 +9,10 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { JSON_HEADERS, TEST_DATABASE_URL, TOKEN } from '../helpers/app.js'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
-import { type ServiceProcess, startService } from '../helpers/process.js'
+import { completedLogLine, startService } from '../helpers/process.js'
 
 /** `NODE_OPTIONS` that load the probe reporting every OpenTelemetry module the process resolves. */
 const PROBE = `${process.env.NODE_OPTIONS ?? ''} --import ${fileURLToPath(new URL('../fixtures/otel-module-probe.ts', import.meta.url))}`
-
-/** The service's `request completed` log line of the request with this id, parsed. */
-async function completedLine(service: ServiceProcess, requestId: string): Promise<Record<string, unknown>> {
-  const [line] = await service.waitFor(new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'))
-  return JSON.parse(line) as Record<string, unknown>
-}
 
 /** POSTs a NewPlant with a `traceparent` to the service. */
 function create(url: string, traceparentHeader: string): Promise<Response> {
@@ -42,7 +36,7 @@ t.test("with OTEL_EXPORTER_OTLP_ENDPOINT a create's spans reach the collector in
   t.equal(only(t, spans, 'createPlant').parentSpanId, request.spanId, 'the handler under the request')
   t.equal(only(t, spans, 'store transaction').parentSpanId, only(t, spans, 'createPlant').spanId, 'the transaction under the handler')
 
-  const line = await completedLine(service, response.headers.get('x-request-id')!)
+  const line = await completedLogLine(service, response.headers.get('x-request-id')!)
   t.match(line, { traceId: parent.traceId, spanId: request.spanId }, 'the log line carries the trace')
   t.match(service.output(), /otel module probe: resolved @fastify\/otel/, 'the probe sees OpenTelemetry loaded (it can fail)')
   t.equal(await service.stop(), 0, 'exits cleanly, the exporter shut down')
@@ -53,7 +47,7 @@ t.test('without OTEL_EXPORTER_OTLP_ENDPOINT no OpenTelemetry SDK module is loade
   const service = await startService(t, { ...env, NODE_OPTIONS: PROBE })
   const response = await create(service.url, traceparent().header)
   t.equal(response.status, 200)
-  const line = await completedLine(service, response.headers.get('x-request-id')!)
+  const line = await completedLogLine(service, response.headers.get('x-request-id')!)
   t.notOk('traceId' in line, 'no trace id logged')
   t.equal(await service.stop(), 0)
   t.match(service.output(), /otel module probe: installed/, 'the probe ran')
