@@ -23,6 +23,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto'
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources'
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import type { FastifyInstance } from 'fastify'
+import type { Logger } from 'pino'
 import type { BatchTracer } from './store/group-commit.js'
 import type { Store } from './store/store.js'
 
@@ -78,13 +79,16 @@ export function startTracing(endpoint: string): Tracing {
   const register = async (app: FastifyInstance) => {
     await app.register(instrumentation.plugin())
     // Runs right after @fastify/otel's own onRequest hook, which starts the request's span.
-    app.addHook('onRequest', (request, reply, done) => {
+    app.addHook('onRequest', (request, _reply, done) => {
       const { span } = request.opentelemetry()
       if (span !== null) {
         // The HTTP semantic conventions' span name: method and route.
         span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`)
+        // Bound to the request's own logger (request.log is reply.log), not to a second child
+        // logger per request. Without a logger (`logger: false`) Fastify's stand-in has no bindings.
+        const log = request.log as Partial<Pick<Logger, 'setBindings'>>
         const { traceId, spanId } = span.spanContext()
-        request.log = reply.log = request.log.child({ traceId, spanId })
+        log.setBindings?.({ traceId, spanId })
       }
       done()
     })
