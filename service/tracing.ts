@@ -117,13 +117,14 @@ function batchTracer(tracer: Tracer, dialect: Store['dialect']): BatchTracer {
       const attributes = { 'db.system.name': DB_SYSTEM[dialect], 'db.operation.batch.size': contexts.length }
       return tracer.startActiveSpan('store transaction', { kind: SpanKind.CLIENT, attributes, links }, first!, async (span) => {
         try {
-          return await write()
+          const result = await write()
+          span.end()
+          return result
         } catch (error) {
           span.recordException(error as Error)
           span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
-          throw error
-        } finally {
           span.end()
+          throw error
         }
       })
     },
