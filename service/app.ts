@@ -48,6 +48,7 @@ export type AppConfig = Pick<
   | 'maxConnections'
   | 'migrateOnStart'
   | 'groupCommitMaxBatch'
+  | 'otelExporterOtlpEndpoint'
 > &
   Omit<StoreOptions, 'onConnectionError' | 'onWriteFailure'> &
   ProtectionConfig
@@ -109,6 +110,12 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     return503OnClosing: false,
     ajv: AJV_OPTIONS,
   })
+  // Imported only when configured: without tracing no OpenTelemetry module is loaded.
+  const tracing = config.otelExporterOtlpEndpoint === undefined ? undefined : (await import('./tracing.js')).startTracing(config.otelExporterOtlpEndpoint)
+  if (tracing !== undefined) {
+    await tracing.register(app)
+    app.addHook('onClose', () => tracing.shutdown())
+  }
   app.server.headersTimeout = config.headersTimeoutMs
   // Past this many open connections Node closes new ones at once, before a file
   // descriptor the store or the pool needs runs out.
@@ -168,6 +175,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
       metrics.batchSize.observe(size)
       metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
     },
+    tracer: tracing?.batchTracer(store.dialect),
   })
   await app.register(openapiGlue, {
     specification: contract,

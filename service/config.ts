@@ -127,6 +127,12 @@ export const settingsSchema = Type.Object({
   REQUEST_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3600000, default: 30000, description: 'Most time to receive a whole request; `0` off.' }),
   HEADERS_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 3600000, default: 10000, description: 'Most time to receive the request headers.' }),
   CONNECTION_TIMEOUT_MS: Type.Integer({ minimum: 0, maximum: 3600000, default: 0, description: 'Socket inactivity timeout; `0` off.' }),
+  OTEL_EXPORTER_OTLP_ENDPOINT: Type.Optional(
+    Type.String({
+      pattern: '^https?://',
+      description: 'OpenTelemetry collector (`http://…:4318`): traces are exported to it over OTLP/HTTP (see Operate). Unset: no tracing.',
+    }),
+  ),
 }, { additionalProperties: false })
 
 /** The environment as {@link settingsSchema} validates it, defaults filled in. */

@@ -19,6 +19,17 @@ interface BatchWriter {
   saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
 }
 
+/**
+ * Traces transactions (`tracing.ts`, loaded only when tracing is on). Without one,
+ * group commit does no tracing work at all.
+ */
+export interface BatchTracer {
+  /** The caller's trace context, taken as its save joins the queue. */
+  capture(): unknown
+  /** Runs one transaction's write in a span; `contexts` are its saves' captured contexts, in order. */
+  run<T>(contexts: readonly unknown[], write: () => Promise<T>): Promise<T>
+}
+
 /** Limits of group commit. */
 interface GroupCommitOptions {
   /** Most plants in one transaction (≥ 1). */
@@ -27,12 +38,16 @@ interface GroupCommitOptions {
   readonly maxInFlight: number
   /** Told of every transaction: plants in it, duration in seconds, and whether it failed (metrics). */
   readonly onBatch?: (size: number, seconds: number, failed: boolean) => void
+  /** Traces each transaction (see {@link BatchTracer}); absent when tracing is off. */
+  readonly tracer?: BatchTracer | undefined
 }
 
 interface Pending {
   readonly plant: PlantRecord
   readonly resolve: (outcome: SaveOutcome) => void
   readonly reject: (error: unknown) => void
+  /** The caller's trace context ({@link BatchTracer.capture}); undefined without a tracer. */
+  readonly context: unknown
 }
 
 /** A {@link BatchWriter} front that batches concurrent saves. */
@@ -57,7 +72,7 @@ export class GroupCommit {
    */
   save(plant: PlantRecord): Promise<SaveOutcome> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ plant, resolve, reject })
+      this.queue.push({ plant, resolve, reject, context: this.options.tracer?.capture() })
       this.schedule()
     })
   }
@@ -78,7 +93,11 @@ export class GroupCommit {
     const started = process.hrtime.bigint()
     const observe = (failed: boolean) => this.options.onBatch?.(batch.length, Number(process.hrtime.bigint() - started) / 1e9, failed)
     try {
-      const outcomes = await this.writer.saveAll(batch.map((pending) => pending.plant))
+      const plants = batch.map((pending) => pending.plant)
+      const tracer = this.options.tracer
+      const outcomes = await (tracer === undefined
+        ? this.writer.saveAll(plants)
+        : tracer.run(batch.map((pending) => pending.context), () => this.writer.saveAll(plants)))
       observe(false)
       batch.forEach((pending, index) => pending.resolve(outcomes[index]!))
     } catch (error) {

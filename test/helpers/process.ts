@@ -86,6 +86,15 @@ export async function startService(t: TestContext, env: Record<string, string | 
   }
 }
 
+/**
+ * The `request completed` log line of the request with this `X-Request-Id`, parsed;
+ * waits for it (see {@link ServiceProcess.waitFor}).
+ */
+export async function completedLogLine(service: ServiceProcess, requestId: string): Promise<Record<string, unknown>> {
+  const [line] = await service.waitFor(new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'))
+  return JSON.parse(line) as Record<string, unknown>
+}
+
 /** Who a service process runs as: a user and group id other than the test's (e.g. 65534, nobody). */
 export interface RunAs {
   readonly uid: number

@@ -292,3 +292,9 @@ t.test("README.md's configuration table lists every setting with the schema's de
   })
   t.strictSame(readme.slice(start, end), [header, '|---|---|---|', ...rows], 'the table as the schema (service/config.ts) states it')
 })
+
+t.test('OTEL_EXPORTER_OTLP_ENDPOINT: unset is no tracing, an http(s) URL turns it on, anything else is named', async (t) => {
+  t.equal(loadConfig({}).otelExporterOtlpEndpoint, undefined)
+  t.equal(loadConfig({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }).otelExporterOtlpEndpoint, 'http://collector:4318')
+  t.match(configError({ OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4317' }).message, /OTEL_EXPORTER_OTLP_ENDPOINT/)
+})

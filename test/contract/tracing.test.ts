@@ -1,0 +1,68 @@
+/**
+ * Tracing (`OTEL_EXPORTER_OTLP_ENDPOINT`) in the app: the spans of a create, in the
+ * caller's trace, as a collector receives them over OTLP/HTTP; requests that are not
+ * operations; the trace id in log lines. Closing the app exports what is buffered.
+ */
+import t from 'tap'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, logSink, TEST_DATABASE_URL } from '../helpers/app.js'
+import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
+
+const dialect = TEST_DATABASE_URL === undefined ? 'sqlite' : 'postgresql'
+
+t.test("a create continues the caller's trace: request, createPlant under it, the store transaction under that", async (t) => {
+  const collector = await startCollector(t)
+  const log = logSink()
+  const app = await build(t, { otelExporterOtlpEndpoint: collector.url }, { level: 'info', stream: log.stream })
+  const parent = traceparent()
+  const response = await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, traceparent: parent.header }, payload: '{"id":1,"name":"Ficus"}' })
+  t.equal(response.statusCode, 200)
+  await app.close()
+
+  const spans = collector.spans.filter((span) => span.traceId === parent.traceId)
+  t.equal(spans.length, 3, 'three spans, all in the trace of the traceparent')
+  const request = only(t, spans, 'POST /plants')
+  t.equal(request.parentSpanId, parent.spanId, "the request's parent is the caller's span")
+  t.equal(request.kind, 'SPAN_KIND_SERVER')
+  t.match(request.attributes, { 'http.route': '/plants', 'http.request.method': 'POST', 'http.response.status_code': 200 })
+  const handler = only(t, spans, 'createPlant')
+  t.equal(handler.parentSpanId, request.spanId, 'the handler is a child of the request')
+  const transaction = only(t, spans, 'store transaction')
+  t.equal(transaction.parentSpanId, handler.spanId, 'the transaction is a child of the handler')
+  t.equal(transaction.kind, 'SPAN_KIND_CLIENT')
+  t.match(transaction.attributes, { 'db.system.name': dialect, 'db.operation.batch.size': 1 })
+  t.equal(transaction.service, 'plant-store')
+  t.same(collector.requests.map((request) => request.path), ['/v1/traces'], 'exported once, to <endpoint>/v1/traces')
+  t.match(collector.requests[0]!.contentType, 'application/x-protobuf')
+
+  const completed = log.lines.find((line) => line.msg === 'request completed')
+  t.match(completed, { requestId: response.headers['x-request-id'], traceId: parent.traceId, spanId: request.spanId }, "the request's log lines carry its trace")
+})
+
+t.test('without a traceparent a request starts a trace of its own', async (t) => {
+  const collector = await startCollector(t)
+  const app = await build(t, { otelExporterOtlpEndpoint: `${collector.url}/` })
+  t.equal((await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: '{"id":1,"name":"Ficus"}' })).statusCode, 200)
+  await app.close()
+  const request = only(t, collector.spans, 'POST /plants')
+  t.equal(request.parentSpanId, '', 'a root span')
+  t.equal(only(t, collector.spans, 'store transaction').traceId, request.traceId)
+})
+
+t.test('a failed transaction is an error span; other requests: the 404 is traced by method, probes are not', async (t) => {
+  const collector = await startCollector(t)
+  const store = await freshStore(t)
+  const app = await build(t, { ...store, otelExporterOtlpEndpoint: collector.url })
+  await dropPlantTable(store)
+  const parent = traceparent()
+  t.equal((await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, traceparent: parent.header }, payload: '{"id":1,"name":"Ficus"}' })).statusCode, 500)
+  t.equal((await app.inject({ method: 'GET', url: '/nowhere', headers: { traceparent: traceparent().header } })).statusCode, 404)
+  t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200)
+  t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)
+  await app.close()
+
+  const failed = collector.spans.filter((span) => span.traceId === parent.traceId)
+  t.match(only(t, failed, 'store transaction').status, { code: 'STATUS_CODE_ERROR', message: /plant/ })
+  t.match(only(t, failed, 'POST /plants'), { status: { code: 'STATUS_CODE_ERROR' }, attributes: { 'http.response.status_code': 500 } })
+  t.match(only(t, collector.spans, 'GET'), { attributes: { 'http.response.status_code': 404, 'url.path': '/nowhere' } })
+  t.notOk(collector.spans.some((span) => /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`)), 'no span for probes or metrics')
+})
