@@ -25,10 +25,10 @@ export const SOAK_END = '<!-- soak:end -->'
  * The targets, in the order they run: the ceiling (raw `node:http`, nothing
  * stored), the two durable ceilings (raw `node:http` committing to SQLite, to
  * PostgreSQL), the design floor (Fastify and fastify-openapi-glue on the contract,
- * nothing else), the service with its write skipped (an ablation), and the service
- * on each store.
+ * nothing else), the service with its write skipped (an ablation), the service
+ * on each store, and the service on the embedded store with every create traced.
  */
-export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'floor', 'unstored', 'embedded', 'postgres'] as const
+export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'floor', 'unstored', 'embedded', 'postgres', 'traced'] as const
 export type TargetKey = (typeof TARGET_KEYS)[number]
 
 /** Instructions per request of one target, and how they were counted. */

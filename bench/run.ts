@@ -32,8 +32,10 @@
  * @module
  */
 import { execFileSync } from 'node:child_process'
+import { once } from 'node:events'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { createServer } from 'node:http'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -130,7 +132,22 @@ const SPECS: Record<TargetKey, Spec> = {
   unstored: { title: 'service, database write skipped (ablation)', script: UNSTORED_SERVICE, store: undefined, service: true },
   embedded: { title: 'service, embedded store', script: SERVICE, store: 'sqlite', service: true },
   postgres: { title: 'service, PostgreSQL', script: SERVICE, store: 'postgres', service: true },
+  traced: { title: 'service, embedded store, every create traced (OTLP/HTTP)', script: SERVICE, store: 'sqlite', service: true },
 }
+
+/**
+ * Where the traced target exports its spans: an OTLP/HTTP endpoint of this process
+ * that reads each export and answers it with an empty (successful) response, so the
+ * service's cost of tracing is measured, not a collector's.
+ */
+const spanSink = createServer((request, response) => {
+  request.resume()
+  request.on('end', () => response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end())
+})
+spanSink.listen(0, '127.0.0.1')
+await once(spanSink, 'listening')
+spanSink.unref()
+const SPAN_SINK = `http://127.0.0.1:${(spanSink.address() as { port: number }).port}`
 
 /**
  * Environment of a target. The service's per-token rate limit is raised far above
@@ -143,7 +160,8 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
   const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' } : {}
-  return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...extra }
+  const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
+  return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
 
 /** What every wrk run against `server` shares: target, token, ids, connections, pinning. */
