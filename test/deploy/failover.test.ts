@@ -70,8 +70,7 @@ async function failovers(t: Test, synchronous: boolean): Promise<void> {
     const leader = await leaderOf(cluster)
     const old = cluster.nodes.find((node) => node !== leader)!
     old.start()
-    await cluster.waitUntilHealthy(leader, standbyRole, 180_000)
-    t.pass(`${old.name} follows ${leader.name} as ${standbyRole}`)
+    await t.resolves(cluster.waitUntilHealthy(leader, standbyRole, 180_000), `${old.name} follows ${leader.name} as ${standbyRole}`)
     t.comment(/running pg_rewind/.test(old.output()) ? `${old.name} was rewound (pg_rewind)` : `${old.name} needed no pg_rewind`)
     const stored = (node: PatroniNode) => cluster.queryOn<{ n: number }>(node, 'select count(*)::int as n from plant where id = any($1::bigint[])', [state.created.map(String)])
     const [[onStandby], [onLeader]] = await Promise.all([stored(old), stored(leader)])
