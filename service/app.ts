@@ -16,13 +16,14 @@ import type { Socket } from 'node:net'
 import bearerAuth from '@fastify/bearer-auth'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { Config } from './config.js'
 import { loadContract } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
+import { RequestLogController } from './logging.js'
 import { registerMetrics } from './metrics.js'
 import { readParametersBySchema } from './parameters.js'
 import { PlantService } from './plant-service.js'
@@ -92,7 +93,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
     genReqId: requestId,
-    logController: new LogController({ requestIdLogLabel: 'requestId' }),
+    logController: new RequestLogController(),
     keepAliveTimeout: config.keepAliveTimeoutMs,
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: config.connectionTimeoutMs,

@@ -71,7 +71,7 @@ t.test('a bearer token in the query string is 400 invalid_request, and the logs 
   for (const method of ['GET', 'TRACE', 'PROPFIND'] as const) {
     t.equal((await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, `on every route and method: ${method}`)
   }
-  t.ok(lines.some((line) => line.msg === 'incoming request'), 'requests were logged')
+  t.ok(lines.some((line) => line.msg === 'request completed'), 'requests were logged')
   t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
 })
 

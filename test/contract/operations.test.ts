@@ -83,7 +83,7 @@ t.test('X-Forwarded-For is believed only when TRUST_PROXY says so', async (t) =>
     const { stream, lines } = logSink()
     const app = await build(t, { trustProxy }, { level: 'info', stream })
     await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
-    const incoming = lines.find((line) => line.msg === 'incoming request') as { req: { remoteAddress: string } }
+    const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
     t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
   }
 })

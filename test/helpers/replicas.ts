@@ -186,7 +186,7 @@ export async function logLines(container: Container): Promise<LogLine[]> {
  * @returns the line and the replica that wrote it.
  * @throws when no replica logs it in time.
  */
-export async function requestLine(replicas: readonly Replica[], requestId: string, msg = 'incoming request'): Promise<{ line: LogLine; replica: Replica }> {
+export async function requestLine(replicas: readonly Replica[], requestId: string, msg = 'request completed'): Promise<{ line: LogLine; replica: Replica }> {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log "${msg}" of request ${requestId}`, 10_000, async () => {
     for (const replica of replicas) {
