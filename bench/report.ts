@@ -1,6 +1,7 @@
 /**
- * The benchmark's report, `docs/benchmarks.md`: machine, settings, results, the
- * figures the targets are about and their verdicts. Regenerating it keeps two
+ * The benchmark's report, `docs/benchmarks.md`: machine, settings, results (each
+ * target's median round), the spread over the rounds, the figures the targets are
+ * about and their verdicts, taken round by round. Regenerating it keeps two
  * parts: the soak section when no soak ran this time (between {@link SOAK_START}
  * and {@link SOAK_END}), and everything from {@link HAND_WRITTEN} on (findings,
  * written by hand).
@@ -141,49 +142,108 @@ export function faults(result: TargetResult): number | undefined {
   return load.errors + load.non2xx + load.wrongBodies + unstored
 }
 
-/** The durable ceiling each service target is held to. */
-export const DURABLE_CEILING = { embedded: 'durable', postgres: 'durable-pg' } as const satisfies Partial<Record<TargetKey, TargetKey>>
+/** Every round's results, in the order the rounds ran; each round's in {@link TARGET_KEYS} order. */
+export type Rounds = readonly (readonly TargetResult[])[]
 
-/** One figure with a target: what, the threshold in words, and how to measure and judge it. */
+/** The median of some figures, with the lowest and the highest. */
+export interface Spread {
+  readonly median: number
+  readonly min: number
+  readonly max: number
+}
+
+/**
+ * Median and range of `values`; of an even count, the median is the mean of the two
+ * middle values.
+ * @returns `undefined` for no values.
+ */
+export function spread(values: readonly number[]): Spread | undefined {
+  if (values.length === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  const middle = sorted.length >> 1
+  const median = sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
+  return { median, min: sorted[0]!, max: sorted.at(-1)! }
+}
+
+const byKey = (results: readonly TargetResult[], key: TargetKey) => results.find((result) => result.key === key)
+const cpuTotal = (result: TargetResult | undefined) => cpuPerRequest(result?.cpu, result?.load?.responses)?.total
+const difference = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : a - b)
+
+/** One target's result in each round (`undefined` where a round lacks it), in round order. */
+const ofTarget = (rounds: Rounds, key: TargetKey) => rounds.map((round) => byKey(round, key))
+
+/**
+ * The round shown for a target: the one whose server CPU per request is the median of
+ * the target's rounds; of an even count, the lower of the two middle ones (a round
+ * that ran, not a mean of two). Without any CPU figure, the first round measured.
+ * @param results - the target's result in each round, in round order.
+ * @returns that result and its round, counted from 1; `undefined` when no round measured the target.
+ */
+export function medianRound(results: readonly (TargetResult | undefined)[]): { result: TargetResult; round: number } | undefined {
+  const measured = results.flatMap((result, index) => (result?.load === undefined ? [] : [{ result, round: index + 1, cpu: cpuTotal(result) }]))
+  const withCpu = measured.filter((each) => each.cpu !== undefined).sort((a, b) => a.cpu! - b.cpu!)
+  const chosen = withCpu.length === 0 ? measured[0] : withCpu[(withCpu.length - 1) >> 1]
+  return chosen === undefined ? undefined : { result: chosen.result, round: chosen.round }
+}
+
+/**
+ * One figure with a target: what, the threshold in words, how to measure one round
+ * and how to judge the rounds.
+ */
 interface Goal {
   readonly figure: string
   readonly threshold: string
-  readonly measure: (result: TargetResult, results: readonly TargetResult[]) => number | undefined
+  /** The figure of one round: the service's result in it, judged against the other targets of that same round. */
+  readonly measure: (result: TargetResult, round: readonly TargetResult[]) => number | undefined
+  /** Judge the sum of the rounds' figures, not their median. */
+  readonly sum?: boolean
   readonly met: (value: number) => boolean
   readonly format: (value: number) => string
 }
 
-const byKey = (results: readonly TargetResult[], key: TargetKey) => results.find((result) => result.key === key)
 const number = (value: number, digits = 0): string =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const ms = (value: number): string => number(value, value >= 100 ? 0 : 2)
+const twoDigits = (value: number): string => number(value, 2)
 
-/** The targets of the service, each checked on the embedded store and on PostgreSQL. */
+/** The targets of the service, each checked on the embedded store and on PostgreSQL, round by round. */
 export const GOALS: readonly Goal[] = [
   {
-    figure: "server CPU per durable create ÷ raw ceiling's CPU per request",
-    threshold: '≤ 1.25',
-    measure: (result, results) => {
-      const ceiling = byKey(results, 'raw')
-      return ratio(cpuPerRequest(result.cpu, result.load?.responses)?.total, cpuPerRequest(ceiling?.cpu, ceiling?.load?.responses)?.total)
-    },
-    met: (value) => value <= 1.25,
-    format: (value) => number(value, 2),
+    figure: "server CPU per durable create ÷ design floor's",
+    threshold: '≤ 1.15',
+    measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'floor'))),
+    met: (value) => value <= 1.15,
+    format: twoDigits,
   },
   {
-    figure: 'req/s ÷ durable ceiling (embedded: SQLite durable ceiling; PostgreSQL: PostgreSQL durable ceiling)',
-    threshold: '≥ 0.85',
-    measure: (result, results) => {
-      const key = result.key === 'embedded' || result.key === 'postgres' ? DURABLE_CEILING[result.key] : undefined
-      return key === undefined ? undefined : ratio(result.load?.requestsPerSecond, byKey(results, key)?.load?.requestsPerSecond)
-    },
-    met: (value) => value >= 0.85,
-    format: (value) => number(value, 2),
+    figure: "p99 latency ÷ design floor's p99",
+    threshold: '≤ 1.5',
+    measure: (result, round) => ratio(result.load?.latencyMs.p99, byKey(round, 'floor')?.load?.latencyMs.p99),
+    met: (value) => value <= 1.5,
+    format: twoDigits,
   },
-  { figure: 'p99 latency, ms', threshold: '< 6 ms', measure: (result) => result.load?.latencyMs.p99, met: (value) => value < 6, format: ms },
-  { figure: 'ready on existing data (spawn → first 200), ms', threshold: '< 300 ms', measure: (result) => result.readyMs, met: (value) => value < 300, format: ms },
-  { figure: 'peak RSS, MB', threshold: '< 100 MB', measure: (result) => result.peakRssMb, met: (value) => value < 100, format: (value) => number(value, 1) },
-  { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, met: (value) => value === 0, format: (value) => String(value) },
+  {
+    figure: "peak RSS − design floor's peak RSS, MB",
+    threshold: '≤ 20 MB',
+    measure: (result, round) => difference(result.peakRssMb, byKey(round, 'floor')?.peakRssMb),
+    met: (value) => value <= 20,
+    format: (value) => number(value, 1),
+  },
+  {
+    figure: "ready on existing data (spawn → first 200) ÷ raw ceiling's ready",
+    threshold: '≤ 4',
+    measure: (result, round) => ratio(result.readyMs, byKey(round, 'raw')?.readyMs),
+    met: (value) => value <= 4,
+    format: twoDigits,
+  },
+  {
+    figure: "ready on existing data − design floor's ready, ms",
+    threshold: '≤ 100 ms',
+    measure: (result, round) => difference(result.readyMs, byKey(round, 'floor')?.readyMs),
+    met: (value) => value <= 100,
+    format: (value) => number(value),
+  },
+  { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, sum: true, met: (value) => value === 0, format: String },
 ]
 
 /** The service targets the goals are checked on. */
@@ -195,11 +255,40 @@ export interface Verdict {
   readonly met: boolean | undefined
 }
 
-/** The verdict of `goal` for the target `key`. */
-export function verdict(goal: Goal, key: (typeof CHECKED)[number], results: readonly TargetResult[]): Verdict {
-  const result = byKey(results, key)
-  const value = result?.load === undefined ? undefined : goal.measure(result, results)
-  return value === undefined || Number.isNaN(value) ? { measured: 'n/a', met: undefined } : { measured: goal.format(value), met: goal.met(value) }
+/** `measure` of `key`'s result in each round that measured it and gave a figure. */
+function perRound(rounds: Rounds, key: TargetKey, measure: Goal['measure']): number[] {
+  return rounds.flatMap((round) => {
+    const result = byKey(round, key)
+    const value = result?.load === undefined ? undefined : measure(result, round)
+    return value === undefined || Number.isNaN(value) ? [] : [value]
+  })
+}
+
+/** `median (min–max)`, each formatted, with `note` after the range when given. */
+const spreadText = (figures: Spread, format: (value: number) => string, note?: string) =>
+  `${format(figures.median)} (${format(figures.min)}–${format(figures.max)}${note === undefined ? '' : `; ${note}`})`
+
+/** `k of n rounds` when fewer than all `rounds` gave a figure. */
+const partial = (count: number, rounds: Rounds) => (count < rounds.length ? `${count} of ${rounds.length} rounds` : undefined)
+
+/**
+ * The verdict of `goal` for the target `key`: its figure in each round (against the
+ * floor and ceiling of the same round), then the median of those, with their range,
+ * judged; a `sum` goal judges their sum. A round without the service or what it is
+ * compared with gives no figure.
+ * @returns `measured` like `1.12 (1.05–1.30)`, `0` for a sum, with `; 3 of 5 rounds`
+ *   (or ` (3 of 5 rounds)`) when some rounds gave none; `n/a` and `met: undefined` when none did.
+ */
+export function verdict(goal: Goal, key: (typeof CHECKED)[number], rounds: Rounds): Verdict {
+  const values = perRound(rounds, key, goal.measure)
+  const figures = spread(values)
+  if (figures === undefined) return { measured: 'n/a', met: undefined }
+  const some = partial(values.length, rounds)
+  if (goal.sum === true) {
+    const total = values.reduce((sum, value) => sum + value, 0)
+    return { measured: `${goal.format(total)}${some === undefined ? '' : ` (${some})`}`, met: goal.met(total) }
+  }
+  return { measured: spreadText(figures, goal.format, some), met: goal.met(figures.median) }
 }
 
 function osName(): string {
@@ -229,35 +318,97 @@ function machineSection(date: Date, loadAverage: RunSettings['loadAverage'], sto
 function instructionsCell(instructions: Instructions | undefined): string {
   if (instructions === undefined) return 'n/a'
   const value = number(instructions.perRequest)
-  return instructions.range === undefined ? value : `${value} (rounds ${number(instructions.range[0])}–${number(instructions.range[1])}, ${number(instructions.responses ?? 0)} requests)`
+  return instructions.range === undefined ? value : `${value} (callgrind rounds ${number(instructions.range[0])}–${number(instructions.range[1])}, ${number(instructions.responses ?? 0)} requests)`
 }
 
-function resultRow(result: TargetResult): string {
-  const load = result.load
-  if (load === undefined) return `| ${result.title} | not run: ${result.notRun ?? 'unknown'} |${' |'.repeat(7)}`
+/** One row of the Results table: `result`, measured in `round`. */
+function resultRow(result: TargetResult, round: number): string {
+  const load = result.load!
   const other = Object.entries(load.statuses).filter(([status]) => !status.startsWith('2'))
   const detail = other.length === 0 ? '' : ` (${other.map(([status, count]) => `${status}: ${count}`).join(', ')})`
   const cpu = cpuPerRequest(result.cpu, load.responses)
   const stored = result.storedRows === undefined ? '' : ` / ${number(Math.max(0, okResponses(load) - result.storedRows))}`
   const mb = (value: number | undefined) => (value === undefined ? 'n/a' : number(value, 1))
   return (
-    `| ${result.title} | ${number(load.requestsPerSecond)} | ${ms(load.latencyMs.p50)} / ${ms(load.latencyMs.p99)} / ${ms(load.latencyMs.max)} | ` +
+    `| ${result.title} | ${round} | ${number(load.requestsPerSecond)} | ${ms(load.latencyMs.p50)} / ${ms(load.latencyMs.p99)} / ${ms(load.latencyMs.max)} | ` +
     `${load.errors} / ${load.non2xx}${detail} / ${load.wrongBodies}${stored} | ` +
     `${cpu === undefined ? 'n/a' : `${number(cpu.total, 1)} (${number(cpu.user, 1)} + ${number(cpu.system, 1)})`} | ${instructionsCell(result.instructions)} | ` +
     `${mb(result.readyRssMb)} → ${mb(result.peakRssMb)} | ${result.readyMs === undefined ? 'n/a' : ms(result.readyMs)} | ${number(load.generatorCpuPercent)} |`
   )
 }
 
-/** Group-commit activity of the service targets, read from their `/metrics`. */
-function storeSection(results: readonly TargetResult[], durationS: number): string[] {
-  const rows = results.flatMap((result) =>
+/** The Results table: each target's median round (`medianRound`), or why it was not run. */
+function resultsSection(rounds: Rounds): string[] {
+  const rows = TARGET_KEYS.flatMap((key) => {
+    const results = ofTarget(rounds, key)
+    const shown = medianRound(results)
+    if (shown !== undefined) return [resultRow(shown.result, shown.round)]
+    const first = results.find((result) => result !== undefined)
+    return first === undefined ? [] : [`| ${first.title} | not run: ${first.notRun ?? 'unknown'} |${' |'.repeat(8)}`]
+  })
+  return [
+    `One row per target: the round whose server CPU per request is the median of that target's rounds (of an even number, the lower of the two middle ones); the Rounds table below gives the median and range of each figure over all rounds.`,
+    '',
+    '| target | round | req/s | latency ms p50 / p99 / max | errors / non-2xx / wrong bodies [/ not stored] | server CPU µs per request (user + sys) | instructions per request | RSS MB ready → peak | ready ms | wrk CPU % |',
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    ...rows,
+    '',
+  ]
+}
+
+/** Figures of the Rounds table: what is read from one round's result, and how it is shown (one precision per column). */
+const ROUND_FIGURES: readonly { readonly heading: string; readonly of: (result: TargetResult) => number | undefined; readonly format: (value: number) => string }[] = [
+  { heading: 'server CPU µs per request', of: cpuTotal, format: (value) => number(value, 1) },
+  { heading: 'p99 ms', of: (result) => result.load?.latencyMs.p99, format: (value) => number(value, 1) },
+  { heading: 'peak RSS MB', of: (result) => result.peakRssMb, format: (value) => number(value, 1) },
+  { heading: 'ready ms', of: (result) => result.readyMs, format: (value) => number(value) },
+  { heading: 'req/s', of: (result) => result.load?.requestsPerSecond, format: (value) => number(value) },
+]
+
+/** The Rounds table: median and range of each target's figures over the rounds that measured it. */
+function roundsSection(rounds: Rounds): string[] {
+  const rows = TARGET_KEYS.flatMap((key) => {
+    const measured = ofTarget(rounds, key).filter((result) => result?.load !== undefined)
+    if (measured.length === 0) return []
+    const cells = ROUND_FIGURES.map(({ of, format }) => {
+      const figures = spread(perRound(rounds, key, of))
+      return figures === undefined ? 'n/a' : spreadText(figures, format)
+    })
+    return [`| ${measured[0]!.title} | ${measured.length} of ${rounds.length} | ${cells.join(' | ')} |`]
+  })
+  if (rows.length === 0) return []
+  return [
+    '## Rounds',
+    '',
+    'Each figure over the rounds that measured the target: median (lowest–highest); of an even number of rounds, the median is the mean of the two middle ones.',
+    '',
+    `| target | rounds measured | ${ROUND_FIGURES.map((figure) => figure.heading).join(' | ')} |`,
+    `|---|---:|${ROUND_FIGURES.map(() => '---:').join('|')}|`,
+    ...rows,
+    '',
+  ]
+}
+
+/** Targets whose wrk saturated its core in some rounds: their req/s there is a lower bound. */
+function saturatedNotes(rounds: Rounds): string[] {
+  return TARGET_KEYS.flatMap((key) => {
+    const saturated = ofTarget(rounds, key).filter((result) => (result?.load?.generatorCpuPercent ?? 0) >= 90)
+    return saturated.length === 0
+      ? []
+      : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
+  })
+}
+
+/** Group-commit activity of the service targets in their median round, read from their `/metrics`. */
+function storeSection(shown: readonly TargetResult[], durationS: number): string[] {
+  const rows = shown.flatMap((result) =>
     result.store === undefined || result.key === 'unstored'
       ? []
       : [`| ${result.title} | ${number(result.store.transactions)} | ${number(result.store.transactions / durationS)} | ${number(result.store.meanBatch, 1)} | ${ms(result.store.meanTransactionMs)} |`],
   )
   if (rows.length === 0) return []
   return [
-    "Store transactions of the service during the measured run (group commit; from its own `/metrics`):",
+    "Store transactions of the service during the measured run of the round shown above (group commit; from its own `/metrics`):",
     '',
     '| target | transactions | per second | plants per transaction | ms per transaction |',
     '|---|---:|---:|---:|---:|',
@@ -266,27 +417,30 @@ function storeSection(results: readonly TargetResult[], durationS: number): stri
   ]
 }
 
-function goalsSection(results: readonly TargetResult[]): string[] {
-  const titles = CHECKED.map((key) => byKey(results, key)?.title ?? key)
+function goalsSection(rounds: Rounds): string[] {
+  const titles = CHECKED.map((key) => ofTarget(rounds, key).find((result) => result !== undefined)?.title ?? key)
   const cell = (v: Verdict) => (v.met === undefined ? 'not measured' : `${v.measured}: ${v.met ? 'met' : '**not met**'}`)
   const instructions = CHECKED.map((key) => {
-    const service = byKey(results, key)?.instructions
-    const ceiling = byKey(results, 'raw')?.instructions
-    const value = ratio(service?.perRequest, ceiling?.perRequest)
-    return value === undefined ? 'n/a' : number(value, 2)
+    const figures = spread(perRound(rounds, key, (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest)))
+    return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
   })
   return [
+    'Each figure is taken in every round, the service against the design floor or raw ceiling of that same round; shown is the median over the rounds (lowest–highest), and the verdict judges the median. The error count is the sum over all rounds. A round without the service or what it is compared with gives no figure.',
+    '',
     `| figure | target | ${titles.join(' | ')} |`,
     `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
-    ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, results))).join(' | ')} |`),
-    `| (no target) instructions per durable create ÷ raw ceiling's | — | ${instructions.join(' | ')} |`,
+    ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, rounds))).join(' | ')} |`),
+    `| (no target) instructions per durable create ÷ design floor's | — | ${instructions.join(' | ')} |`,
     '',
   ]
 }
 
-/** Renders the generated part of the report (everything above the soak section). */
-export function renderResults(date: Date, settings: RunSettings, results: readonly TargetResult[]): string {
-  const saturated = results.filter((result) => (result.load?.generatorCpuPercent ?? 0) >= 90)
+/**
+ * Renders the generated part of the report (everything above the soak section).
+ * @param rounds - every round's results; at least one round.
+ */
+export function renderResults(date: Date, settings: RunSettings, rounds: Rounds): string {
+  const shown = TARGET_KEYS.flatMap((key) => medianRound(ofTarget(rounds, key))?.result ?? [])
   return [
     '# Benchmarks',
     '',
@@ -295,8 +449,9 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
     '`POST /plants` under the same load against three ceilings (raw `node:http`: nothing',
     'stored; committing each plant to SQLite; committing to PostgreSQL), the design floor',
     '(Fastify and fastify-openapi-glue on the contract, nothing else), the service with its',
-    'database write skipped, and the service on each store. CPU time and instructions per',
-    'request are the server process’s own; throughput and latency depend on the machine.',
+    'database write skipped, and the service on each store, in interleaved rounds. CPU time',
+    'and instructions per request are the server process’s own; throughput and latency',
+    'depend on the machine.',
     '',
     '## Machine',
     '',
@@ -305,28 +460,27 @@ export function renderResults(date: Date, settings: RunSettings, results: readon
     '## Settings',
     '',
     `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${settings.connections} connections, one thread, no pipelining, ` +
-      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target.`,
-    `- Every request carries a new id (never repeated across connections, warm-ups and targets; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
+      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target and round.`,
+    `- Rounds: ${rounds.length}, interleaved: each round runs every target once, in the order of the tables below, so the design floor and the service alternate within the run rather than following one another.`,
+    `- Every request carries a new id (never repeated across connections, warm-ups, targets and rounds; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
     `- Pinning: ${settings.pinning}.`,
     '- Before each target, `sync`: the disk writes earlier targets left in the page cache are flushed then, not during a later target’s fsyncs.',
     '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
     `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,
-    `- Service measured: ${settings.revision}; \`dist/service/server.js\` with \`NODE_ENV=production\`, \`LOG_LEVEL=warn\`, \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\`; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
+    `- Service measured: ${settings.revision}; \`dist/service/server.js\` as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
     '- Ready: a second start of the target on the data the run left: spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` right after the first start became ready, and the peak (`VmHWM`) after the run.',
     '- Errors / non-2xx / wrong bodies [/ 200s not stored]: the last is 2xx answers minus the rows stored with the measured run\'s ids, for the targets that store.',
     '',
     '## Results',
     '',
-    '| target | req/s | latency ms p50 / p99 / max | errors / non-2xx / wrong bodies [/ not stored] | server CPU µs per request (user + sys) | instructions per request | RSS MB ready → peak | ready ms | wrk CPU % |',
-    '|---|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...results.map(resultRow),
-    '',
-    ...saturated.map((result) => `wrk saturated its core against ${result.title}: that req/s is a lower bound of what the server can do.\n`),
-    ...storeSection(results, settings.durationS),
+    ...resultsSection(rounds),
+    ...saturatedNotes(rounds),
+    ...storeSection(shown, settings.durationS),
+    ...roundsSection(rounds),
     '## Targets',
     '',
-    ...goalsSection(results),
+    ...goalsSection(rounds),
   ].join('\n')
 }
 

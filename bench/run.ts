@@ -2,23 +2,24 @@
  * `npm run bench`: the same `POST /plants` load (wrk) against the ceilings (raw
  * `node:http`: nothing stored, committing to SQLite, committing to PostgreSQL), the
  * design floor (Fastify and glue alone), the service with its database write
- * skipped, and the service on each store, one after
- * the other; writes `docs/benchmarks.md`.
+ * skipped, the service on each store, and the service traced, in interleaved
+ * rounds: each round runs every target once, in turn; writes `docs/benchmarks.md`.
  *
  * Environment (all optional):
- * - `BENCH_DURATION`: seconds measured per target (default 10, 1–600);
+ * - `BENCH_ROUNDS`: rounds (default 5, 1–50);
+ * - `BENCH_DURATION`: seconds measured per target and round (default 10, 1–600);
  * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
  * - `BENCH_CONNECTIONS`: default 50;
  * - `BENCH_TARGETS`: comma-separated subset of
- *   `raw,durable,durable-pg,floor,unstored,embedded,postgres` (default all);
+ *   `raw,durable,durable-pg,floor,unstored,embedded,postgres,traced` (default all);
  * - `BENCH_DATABASE_URL`: PostgreSQL for `durable-pg` and `postgres`, loopback only
  *   (default `postgres://postgres@127.0.0.1:5432/test`);
  * - `BENCH_PINNING`: `on` (default when `taskset` and two cores exist: each server
  *   process on CPU 0, wrk on CPU 1) or `off`;
  * - `BENCH_INSTRUCTIONS`: `auto` (default: perf when the machine counts
- *   instructions), `perf`, `callgrind` (a separate run of each target under
- *   valgrind for `BENCH_CALLGRIND_BUDGET` seconds, default 900, counted in rounds
- *   of `BENCH_CALLGRIND_ROUND` seconds, default 10) or `off`;
+ *   instructions), `perf`, `callgrind` (after the rounds, one separate run of each
+ *   target under valgrind for `BENCH_CALLGRIND_BUDGET` seconds, default 900, counted
+ *   in callgrind rounds of `BENCH_CALLGRIND_ROUND` seconds, default 10) or `off`;
  * - `BENCH_SOAK`: seconds of steady load against the embedded service after the
  *   targets (default 0 = none, at most 3600); `BENCH_SOAK_RATE`: its req/s (default 2000),
  *   `BENCH_SOAK_CONNECTIONS`: its connections (default 25);
@@ -44,7 +45,7 @@ import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from 
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
-import { type Instructions, renderResults, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
+import { type Instructions, renderResults, type Rounds, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
 import { renderSoak, runSoak } from './soak.js'
 import { countSqliteRows } from './sqlite.js'
 
@@ -61,6 +62,7 @@ function bounded(name: string, fallback: number, min: number, max: number): numb
   return value
 }
 
+const roundCount = bounded('BENCH_ROUNDS', 5, 1, 50)
 const durationS = bounded('BENCH_DURATION', 10, 1, 600)
 const warmupS = bounded('BENCH_WARMUP', 3, 0, 60)
 const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
@@ -150,7 +152,8 @@ spanSink.unref()
 const SPAN_SINK = `http://127.0.0.1:${(spanSink.address() as { port: number }).port}`
 
 /**
- * Environment of a target. The service's per-token rate limit is raised far above
+ * Environment of a target. The service runs as it ships (`NODE_ENV=production`, the
+ * default log level), but its per-token rate limit is raised far above
  * what one run sends (not turned off), so its hook still runs on every request and
  * is measured, but a single-token load is not answered 429.
  */
@@ -159,7 +162,7 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   const storage: Record<string, string> = {}
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
-  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', LOG_LEVEL: 'warn', RATE_LIMIT_MAX: '1000000000' } : {}
+  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000' } : {}
   const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
@@ -195,15 +198,18 @@ async function storedRows(key: TargetKey, env: Record<string, string>, measured:
   return undefined
 }
 
-/** Starts a target, measures it, stops it, and starts it again on the data it left (ready time). */
-async function runTarget(key: TargetKey): Promise<TargetResult> {
+/**
+ * Starts a target, measures it, stops it, and starts it again on the data it left (ready time).
+ * @param round - which round this is, counted from 1 (for the progress lines).
+ */
+async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   const { title, script, store, service } = SPECS[key]
   if (!targets.has(key)) return { key, title, notRun: 'not selected (BENCH_TARGETS)' }
   if (store === 'postgres') {
     const unavailable = await postgresUnavailable(databaseUrl)
     if (unavailable !== undefined) return { key, title, notRun: unavailable }
   }
-  process.stdout.write(`${title}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
+  process.stdout.write(`${title}, round ${round} of ${roundCount}: ${warmupS} s warm-up, ${durationS} s measured …\n`)
   // Earlier targets' dirty pages would otherwise be written back during this one's fsyncs.
   execFileSync('sync', { timeout: 120_000 })
   const env = environment(key)
@@ -304,12 +310,13 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   })
 }
 
-function summary(result: TargetResult): string {
+function summary(result: TargetResult, round: number): string {
   const run = result.load
-  if (run === undefined) return `  not run: ${result.notRun}\n`
+  const which = `  ${result.key}, round ${round} of ${roundCount}:`
+  if (run === undefined) return `${which} not run: ${result.notRun}\n`
   const cpu = result.cpu === undefined ? 'n/a' : `${(((result.cpu.user + result.cpu.system) * 1e6) / run.responses).toFixed(1)} µs`
   return (
-    `  ${Math.round(run.requestsPerSecond)} req/s, p50 ${run.latencyMs.p50.toFixed(2)} ms, p99 ${run.latencyMs.p99.toFixed(2)} ms, ` +
+    `${which} ${Math.round(run.requestsPerSecond)} req/s, p50 ${run.latencyMs.p50.toFixed(2)} ms, p99 ${run.latencyMs.p99.toFixed(2)} ms, ` +
     `statuses ${JSON.stringify(run.statuses)}, errors ${run.errors}, wrong bodies ${run.wrongBodies}` +
     (result.storedRows === undefined ? '' : `, stored ${result.storedRows}`) +
     `, server CPU ${cpu} per request, wrk CPU ${run.generatorCpuPercent.toFixed(0)} %, peak RSS ${result.peakRssMb?.toFixed(1)} MB, ready on existing data ${result.readyMs?.toFixed(0)} ms` +
@@ -317,37 +324,57 @@ function summary(result: TargetResult): string {
   )
 }
 
+/** Every round: each target once, in {@link TARGET_KEYS} order; a selected target that fails (PostgreSQL aside) fails the run. */
+async function runRounds(): Promise<TargetResult[][]> {
+  const rounds: TargetResult[][] = []
+  for (let round = 1; round <= roundCount; round++) {
+    const results: TargetResult[] = []
+    for (const key of TARGET_KEYS) {
+      const result = await runTarget(key, round)
+      results.push(result)
+      if (!targets.has(key)) continue
+      process.stdout.write(summary(result, round))
+      if (SPECS[key].store !== 'postgres' && result.load === undefined) exitCode = 1
+    }
+    rounds.push(results)
+  }
+  return rounds
+}
+
+/**
+ * Instructions per request under callgrind: one separate run per target measured in
+ * any round (not one per round); its figure is set on that target's result in every round.
+ */
+async function countUnderCallgrind(rounds: Rounds): Promise<Rounds> {
+  let counted = rounds
+  for (const key of TARGET_KEYS) {
+    const measured = rounds.flat().find((result) => result.key === key && result.load !== undefined)
+    if (measured === undefined) continue
+    process.stdout.write(`${measured.title}: instructions under callgrind, callgrind rounds of ${callgrindRoundS} s, at most ${callgrindBudgetS} s …\n`)
+    const instructions = await callgrindRun(key).catch((error: Error) => `failed: ${error.message.slice(0, 300)}`)
+    if (typeof instructions === 'string') process.stdout.write(`  ${instructions}\n`)
+    else counted = counted.map((round) => round.map((result) => (result.key === key && result.load !== undefined ? { ...result, instructions } : result)))
+  }
+  return counted
+}
+
 try {
   const date = new Date()
   const loadAtStart = loadavg()[0] ?? 0
   const statAtStart = readFileSync('/proc/stat', 'utf8')
-  const results: TargetResult[] = []
-  for (const key of TARGET_KEYS) {
-    const result = await runTarget(key)
-    results.push(result)
-    process.stdout.write(summary(result))
-    if (targets.has(key) && SPECS[key].store !== 'postgres' && result.load === undefined) exitCode = 1
-  }
+  let rounds: Rounds = await runRounds()
   const loadAverage = [loadAtStart, loadavg()[0] ?? 0] as const
   const stolen = stolenShares(statAtStart, readFileSync('/proc/stat', 'utf8'))
-  if (counter.kind === 'callgrind') {
-    for (const [index, result] of results.entries()) {
-      if (result.load === undefined) continue
-      process.stdout.write(`${result.title}: instructions under callgrind, rounds of ${callgrindRoundS} s, at most ${callgrindBudgetS} s …\n`)
-      const counted = await callgrindRun(result.key).catch((error: Error) => `failed: ${error.message.slice(0, 300)}`)
-      if (typeof counted === 'string') process.stdout.write(`  ${counted}\n`)
-      else results[index] = { ...result, instructions: counted }
-    }
-  }
+  if (counter.kind === 'callgrind') rounds = await countUnderCallgrind(rounds)
   const soakSection = soakS > 0 ? await soak() : undefined
   const instructions =
     counter.kind === 'perf'
       ? '`perf stat -e instructions -p <server pid>` over the measured run (user and kernel, all threads) ÷ responses'
       : counter.kind === 'callgrind'
-        ? `a separate run of each target under \`valgrind --tool=callgrind\` (user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s; instructions of the rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest round`
+        ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
   const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
-  writeReport(reportPath, renderResults(date, settings, results), soakSection)
+  writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {
   process.stderr.write(`bench: ${(error as Error).stack ?? String(error)}\n`)
