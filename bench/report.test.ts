@@ -168,6 +168,7 @@ t.test('the report: each target’s median round, the spread over the rounds, th
     idBase: 0n,
     databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
     revision: 'commit `abc1234`',
+    serviceNodeOptions: ['--max-semi-space-size=4'],
     profiled: false,
     loadAverage: [0, 0],
     instructions: 'not counted',

@@ -74,6 +74,8 @@ export interface RunSettings {
   readonly databaseUrl: string
   /** The service measured: its commit, and whether its sources differ from it. */
   readonly revision: string
+  /** Node's options of the service processes: those of the image's command. */
+  readonly serviceNodeOptions: readonly string[]
   /** Whether the service processes ran under `node --cpu-prof` (slower). */
   readonly profiled: boolean
   /** 1-minute load average of the machine when the run started and ended (others' work shows here). */
@@ -468,7 +470,7 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
     `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,
-    `- Service measured: ${settings.revision}; \`dist/service/server.js\` as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
+    `- Service measured: ${settings.revision}; \`${['node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
     '- Ready: a second start of the target on the data the run left: spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` right after the first start became ready, and the peak (`VmHWM`) after the run.',
     '- Errors / non-2xx / wrong bodies [/ 200s not stored]: the last is 2xx answers minus the rows stored with the measured run\'s ids, for the targets that store.',
     '',

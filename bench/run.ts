@@ -55,6 +55,19 @@ const UNSTORED_SERVICE = fileURLToPath(new URL('./unstored-service.js', import.m
 const DESIGN_FLOOR = fileURLToPath(new URL('./design-floor.js', import.meta.url))
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
 
+/**
+ * Node's options in the image's command (the Dockerfile's `CMD ["node", …options,
+ * "dist/service/server.js"]`): the service targets run with them, as the service ships.
+ * @throws when the Dockerfile has no such command.
+ */
+function imageNodeOptions(): string[] {
+  const command = /^CMD (\[.*\])\s*$/m.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'))?.[1]
+  const words = command === undefined ? [] : (JSON.parse(command) as string[])
+  if (words[0] !== 'node' || words.at(-1) !== 'dist/service/server.js') throw new Error(`Dockerfile: no CMD ["node", …, "dist/service/server.js"] (found ${command})`)
+  return words.slice(1, -1)
+}
+const SERVICE_NODE_OPTIONS = imageNodeOptions()
+
 function bounded(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
@@ -213,7 +226,8 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   // Earlier targets' dirty pages would otherwise be written back during this one's fsyncs.
   execFileSync('sync', { timeout: 120_000 })
   const env = environment(key)
-  const nodeArgs = profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]
+  const nodeOptions = service ? SERVICE_NODE_OPTIONS : []
+  const nodeArgs = [...nodeOptions, ...(profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`])]
   try {
     const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
     let measured: Measured
@@ -228,7 +242,7 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
       if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
     }
     const rows = await storedRows(key, env, measured.load!)
-    const again = await startServer({ script, env, port: await freePort(), core: SERVER_CORE, probe })
+    const again = await startServer({ nodeArgs: nodeOptions, script, env, port: await freePort(), core: SERVER_CORE, probe })
     await again.stop()
     return { key, title, readyRssMb, ...measured, readyMs: again.readyMs, ...(rows === undefined ? {} : { storedRows: rows }) }
   } catch (error) {
@@ -248,7 +262,7 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
   // Under valgrind the event loop lags by design; load shedding would answer 503.
   const env = environment(key, SPECS[key].service ? { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '3600000' } : {})
   const started = performance.now()
-  const server = await startServer({ wrapper: callgrindWrapper(dir), script: SPECS[key].script, env, port: await freePort(), core: SERVER_CORE, probe, readyTimeoutMs: 600_000 })
+  const server = await startServer({ wrapper: callgrindWrapper(dir), nodeArgs: SPECS[key].service ? SERVICE_NODE_OPTIONS : [], script: SPECS[key].script, env, port: await freePort(), core: SERVER_CORE, probe, readyTimeoutMs: 600_000 })
   try {
     const seconds = Math.floor(callgrindBudgetS - (performance.now() - started) / 1000)
     if (seconds < 2 * callgrindRoundS) return `start-up under valgrind took the budget (${callgrindBudgetS} s)`
@@ -278,7 +292,7 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
 
 async function soak(): Promise<string> {
   process.stdout.write(`soak: ${soakS} s at ${soakRate} req/s against the embedded service …\n`)
-  const server = await startServer({ script: SERVICE, env: environment('embedded'), port: await freePort(), core: SERVER_CORE, probe })
+  const server = await startServer({ nodeArgs: SERVICE_NODE_OPTIONS, script: SERVICE, env: environment('embedded'), port: await freePort(), core: SERVER_CORE, probe })
   try {
     const loadAtStart = loadavg()[0] ?? 0
     const samples = await runSoak({ server, token, ids, connections: soakConnections, seconds: soakS, rate: soakRate })
@@ -373,7 +387,7 @@ try {
       : counter.kind === 'callgrind'
         ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
   writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {

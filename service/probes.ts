@@ -49,7 +49,8 @@ export function registerProbes(app: FastifyInstance, store: Store): void {
     }
     return { status: 'ready' }
   })
-  app.addHook('onSend', async (_request, reply) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (draining) reply.header('connection', 'close')
+    done(null, payload)
   })
 }

@@ -9,12 +9,13 @@ import { setTimeout } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { loggerOptions } from './logging.js'
+import { bufferedStdout, loggerOptions } from './logging.js'
 import { MigrationError } from './store/migrate.js'
 
 try {
   const config = loadConfig(process.env)
-  const app = await createApp(config, loggerOptions(config.logLevel, process.stdout.isTTY === true))
+  const logs = process.stdout.isTTY === true ? undefined : bufferedStdout()
+  const app = await createApp(config, { ...loggerOptions(config.logLevel, logs === undefined), ...(logs === undefined ? {} : { stream: logs }) })
   closeWithGrace({ delay: config.shutdownGraceMs, logger: app.log }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught error cannot be provoked from outside the process */
     if (err !== undefined) app.log.error({ err }, 'uncaught error')
@@ -25,6 +26,8 @@ try {
     await app.close()
   })
   const address = await app.listen({ host: config.host, port: config.port })
+  // Start-up's lines now, not with the next second's.
+  logs?.flushSync()
   if (config.tokenGenerated) {
     // Printed once, on the terminal, not logged: a development convenience only.
     process.stdout.write(

@@ -57,7 +57,12 @@ t.test('request id: a well-formed X-Request-Id is kept, returned, and on every l
   const response = await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' }, payload: { id: 1, name: 5 } })
   t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
   const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
-  t.ok(ofRequest.length >= 3, 'incoming, rejected and completed lines')
+  t.same(
+    ofRequest.map((line) => line.msg),
+    ['request rejected', 'request completed'],
+    'the rejection as it happens, then one line for the request, with its status and duration',
+  )
+  t.match(ofRequest[1], { req: { method: 'POST', url: '/plants' }, res: { statusCode: 400 }, responseTime: Number })
   t.same(
     lines.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),
     ofRequest.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),

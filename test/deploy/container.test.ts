@@ -75,7 +75,9 @@ async function inParallel<T, R>(items: readonly T[], concurrency: number, work: 
 t.test('runs as uid 1000 with a read-only root, no capabilities, no privilege gain; POST /plants is 401 without the token, 200 with it', async (t) => {
   const container = await start(t)
   t.equal(await podman(['exec', container.name, 'id', '-u']), '1000', 'the service runs as the node user')
-  t.equal((await podman(['exec', container.name, 'cat', '/proc/1/cmdline'])).split('\0').join(' ').trim(), 'node dist/service/server.js', 'node itself is PID 1 (receives the stop signal)')
+  const command = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Cmd}}', image])) as string[]
+  t.same([command[0], command.at(-1)], ['node', 'dist/service/server.js'], "the image's command: node, its options, the service")
+  t.equal((await podman(['exec', container.name, 'cat', '/proc/1/cmdline'])).split('\0').join(' ').trim(), command.join(' '), 'node itself is PID 1 (receives the stop signal)')
   const status = await podman(['exec', container.name, 'cat', '/proc/1/status'])
   t.match(status, /^CapEff:\s+0+$/m, 'no effective capabilities')
   t.match(status, /^NoNewPrivs:\s+1$/m, 'no privilege gain')
