@@ -9,6 +9,7 @@
  *
  * @module
  */
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import type { OpenApiDocument } from './contract.js'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from './errors.js'
@@ -31,28 +32,32 @@ export function shapeContractRoutes(app: FastifyInstance, contract: OpenApiDocum
   addMethodNotAllowed(app, contract)
 }
 
-/** The methods Fastify routes by default. */
-const METHODS = ['DELETE', 'GET', 'HEAD', 'OPTIONS', 'PATCH', 'POST', 'PUT'] as const
-type Method = (typeof METHODS)[number]
-
 /**
- * For each path of the contract, answers the methods it has no operation for with
- * 405, `Allow` listing those it has (RFC 9110 §15.5.6), and the `Error` body. HEAD
- * is allowed where GET is: Fastify answers it (RFC 9110 §9.3.2).
+ * For each path of the contract, answers every method it has no operation for with
+ * 405, `Allow` listing those it has (RFC 9110 §15.5.6), and the `Error` body, before
+ * any body is read. Every method Node's HTTP parser knows is routed (Fastify routes
+ * nine by default), but CONNECT, which asks for a tunnel (501, see `app.ts`); a
+ * method the parser does not know is 501 (`errors.ts`). HEAD is allowed where GET is:
+ * Fastify answers it (RFC 9110 §9.3.2).
  */
 export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocument): void {
+  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
+  const methods = app.supportedMethods
   for (const [path, item = {}] of Object.entries(contract.paths)) {
-    const operations = new Set<Method>(METHODS.filter((method) => item[method.toLowerCase() as Lowercase<Method>]?.operationId !== undefined))
+    const operations = new Set(methods.filter((method) => (item as Record<string, { operationId?: string } | undefined>)[method.toLowerCase()]?.operationId !== undefined))
     if (operations.has('GET')) operations.add('HEAD')
     const allow = [...operations].sort().join(', ')
+    // The hook answers; the handler, never reached, is the same function.
+    const refuse = async (): Promise<never> => {
+      throw new HttpError(405, `Method not allowed; ${path} allows ${allow}`, { allow })
+    }
     app.route({
-      method: METHODS.filter((method) => !operations.has(method)),
+      method: methods.filter((method) => !operations.has(method)),
       // Path templates as glue turns them into Fastify's: `{id}` is `:id`.
       url: path.replace(/{(\w+)}/g, ':$1'),
       schema: { hide: true },
-      handler: async () => {
-        throw new HttpError(405, `Method not allowed; ${path} allows ${allow}`, { allow })
-      },
+      onRequest: refuse,
+      handler: refuse,
     })
   }
 }

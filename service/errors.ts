@@ -86,6 +86,8 @@ const CLIENT_ERRORS: ReadonlyMap<string, { statusCode: number; message: string }
   // The request line and headers over Node's limit (16 KiB): RFC 6585 §5.
   ['HPE_HEADER_OVERFLOW', { statusCode: 431, message: 'Request Header Fields Too Large' }],
   ['HPE_CHUNK_EXTENSIONS_OVERFLOW', { statusCode: 413, message: 'Request chunk extensions are too large' }],
+  // A method token the parser does not know: not implemented (RFC 9110 §9.1).
+  ['HPE_INVALID_METHOD', { statusCode: 501, message: 'Not Implemented: the request method is not one the service knows' }],
 ])
 
 /** Any other parser error; what llhttp found is logged (`code`), not sent. */

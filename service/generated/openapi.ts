@@ -214,8 +214,9 @@ export interface components {
             };
         };
         /**
-         * @description The gateway in front of the service does not implement what the request
-         *     needs: a `Transfer-Encoding` other than `chunked` (RFC 9112 §6.1).
+         * @description What the request needs is not implemented: a method the service does
+         *     not know, or CONNECT (RFC 9110 §9.1, §9.3.6); at the gateway, a
+         *     `Transfer-Encoding` other than `chunked` (RFC 9112 §6.1).
          */
         NotImplemented: {
             headers: {

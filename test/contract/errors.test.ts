@@ -6,9 +6,11 @@
  *
  * @module
  */
+import { METHODS } from 'node:http'
 import t from 'tap'
-import { build, dropPlantTable, freshStore, JSON_HEADERS } from '../helpers/app.js'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
 import { assertErrorBody, postPlant } from '../helpers/contract.js'
+import { exchange } from '../helpers/raw-http.js'
 
 t.test('an unknown route is 404 with the Error body', async (t) => {
   const app = await build(t)
@@ -23,21 +25,36 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
   }
 })
 
-for (const method of ['GET', 'PUT', 'DELETE', 'PATCH', 'OPTIONS'] as const) {
-  t.test(`${method} /plants is 405 with the Error body and Allow: POST`, async (t) => {
-    const app = await build(t)
-    const payload = method === 'GET' ? undefined : '{"id":1,"name":"Fern"}'
-    const response = await app.inject({ method, url: '/plants', headers: JSON_HEADERS, payload })
-    assertErrorBody(t, response, 405)
-    t.equal(response.headers.allow, 'POST')
-  })
-}
+t.test('every method on /plants but POST is 405 with Allow: POST and the Error body, before any body is read (RFC 9110 §15.5.6)', async (t) => {
+  const { url } = await listen(t)
+  // Every method Node's parser accepts but CONNECT (a tunnel: 501), whatever the body
+  // or its media type; HEAD (no body to read back) below.
+  const others = METHODS.filter((method) => !['POST', 'CONNECT', 'HEAD'].includes(method))
+  t.ok(others.includes('TRACE') && others.includes('QUERY') && others.includes('PROPFIND'))
+  for (const method of others) {
+    for (const body of ['', 'Content-Type: text/plain\r\nContent-Length: 4\r\n\r\nnope']) {
+      const response = await exchange({ url }, `${method} /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n${body || '\r\n'}`)
+      t.equal(response.statusCode, 405, `${method}${body ? ' with a text body' : ''}`)
+      t.equal(response.headers.allow, 'POST')
+      t.strictSame(JSON.parse(response.body), { error: 405, message: 'Method not allowed; /plants allows POST' })
+    }
+  }
+})
 
 t.test('HEAD /plants is 405 with Allow: POST', async (t) => {
   const app = await build(t)
   const response = await app.inject({ method: 'HEAD', url: '/plants' })
   t.equal(response.statusCode, 405)
   t.equal(response.headers.allow, 'POST')
+})
+
+t.test('a method the parser does not know is 501 with the Error body (RFC 9110 §9.1)', async (t) => {
+  const { url } = await listen(t)
+  for (const method of ['FOO', 'BREW']) {
+    const response = await exchange({ url }, `${method} /plants HTTP/1.1\r\nHost: localhost\r\n\r\n`)
+    t.equal(response.statusCode, 501, method)
+    t.strictSame(JSON.parse(response.body), { error: 501, message: 'Not Implemented: the request method is not one the service knows' })
+  }
 })
 
 t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t) => {

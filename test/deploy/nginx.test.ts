@@ -64,6 +64,7 @@ const gatewayAnswers: Array<[string, string, number]> = [
   ['a header line over 8 KiB', post('{}', { ...AUTHORIZED, 'X-Big': 'b'.repeat(8200) }), 431],
   ['headers over 16 KiB', post('{}', { ...AUTHORIZED, 'X-A': 'a'.repeat(6000), 'X-B': 'b'.repeat(6000), 'X-C': 'c'.repeat(6000) }), 431],
   ['HTTP/2.0 in an HTTP/1 request line', `POST ${PLANTS} HTTP/2.0\r\nHost: localhost\r\n\r\n`, 505],
+  ['TRACE', `TRACE ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 405],
 ]
 
 for (const [what, raw, status] of gatewayAnswers) {
@@ -71,6 +72,7 @@ for (const [what, raw, status] of gatewayAnswers) {
     const before = seen.length
     const response = await send(gateway, raw)
     errorBody(t, response, status)
+    if (status === 405) t.equal(response.headers.allow, 'POST', 'what /plants allows')
     if (raw.startsWith(`POST ${PLANTS} `)) t.same(contractViolations(response), [], 'declared for POST /plants')
     t.equal((await answeredBy(gateway, response)).upstream, '', 'nothing forwarded (access log)')
     t.equal(seen.length, before, 'nothing reached the replica')
