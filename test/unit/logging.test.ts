@@ -1,12 +1,13 @@
 /**
  * Unit tests of the logger options (service/logging.ts): JSON lines with credentials
- * redacted, pretty output only on a terminal.
+ * redacted, pretty output only on a terminal, one line per request.
  *
  * @module
  */
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { loggerOptions } from '../../service/logging.js'
+import { loggerOptions, RequestLogController } from '../../service/logging.js'
 import { logSink } from '../helpers/app.js'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
@@ -25,4 +26,20 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
     { req: { url: '/plants' } },
   ])
   t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
+})
+
+t.test('one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed', async (t) => {
+  const { stream, lines } = logSink()
+  const log = pino(loggerOptions('info', false), stream)
+  const controller = new RequestLogController()
+  const request = { method: 'POST', url: '/plants', host: 'localhost', ip: '127.0.0.1', socket: { remotePort: 1 }, log } as unknown as FastifyRequest
+  const reply = { statusCode: 200, elapsedTime: 1.5, log } as unknown as FastifyReply
+  controller.incomingRequest()
+  t.same(lines, [], 'no line on arrival')
+  controller.requestCompleted(null, request, reply)
+  controller.requestCompleted(new Error('socket hang up'), request, reply)
+  t.match(lines, [
+    { level: 30, msg: 'request completed', req: { method: 'POST', url: '/plants' }, res: { statusCode: 200 }, responseTime: 1.5 },
+    { level: 50, msg: 'request errored', req: { method: 'POST', url: '/plants' }, err: { message: 'socket hang up' }, responseTime: 1.5 },
+  ])
 })
