@@ -86,9 +86,16 @@ const CLIENT_ERRORS: ReadonlyMap<string, { statusCode: number; message: string }
   // The request line and headers over Node's limit (16 KiB): RFC 6585 §5.
   ['HPE_HEADER_OVERFLOW', { statusCode: 431, message: 'Request Header Fields Too Large' }],
   ['HPE_CHUNK_EXTENSIONS_OVERFLOW', { statusCode: 413, message: 'Request chunk extensions are too large' }],
-  // A method token the parser does not know: not implemented (RFC 9110 §9.1).
-  ['HPE_INVALID_METHOD', { statusCode: 501, message: 'Not Implemented: the request method is not one the service knows' }],
 ])
+
+/**
+ * A request line (RFC 9112 §3) whose method is a token the parser does not know.
+ * RFC 9110 §9.1 suggests 501; it is 400, as client input never gets a 5xx
+ * (openapi.yaml, "Errors"). llhttp reports any unknown first word as
+ * `HPE_INVALID_METHOD`; only a request line gets this message.
+ */
+const UNKNOWN_METHOD = { statusCode: 400, message: 'Bad Request: the request method is not one the service knows' }
+const requestLine = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP\/\d\.\d\r?\n/
 
 /** Any other parser error; what llhttp found is logged (`code`), not sent. */
 const MALFORMED = { statusCode: 400, message: 'Bad Request: the request is not valid HTTP/1.1' }
@@ -96,6 +103,14 @@ const MALFORMED = { statusCode: 400, message: 'Bad Request: the request is not v
 /** An error of Node's HTTP parser or server (node:http `clientError`). */
 interface ClientError {
   code: string
+  /** The bytes the parser had read (Node's `clientError`). */
+  rawPacket?: Buffer
+}
+
+/** The status and message of a request Node's HTTP parser rejected. */
+function clientErrorResponse(error: ClientError): { statusCode: number; message: string } {
+  if (error.code === 'HPE_INVALID_METHOD') return requestLine.test(error.rawPacket?.toString('latin1') ?? '') ? UNKNOWN_METHOD : MALFORMED
+  return CLIENT_ERRORS.get(error.code) ?? MALFORMED
 }
 
 function isClientError(error: unknown): error is ClientError {
@@ -129,7 +144,7 @@ export function toErrorResponse(error: unknown): {
     return { statusCode: error.statusCode, headers: error.headers, body: { error: error.statusCode, message: error.message }, internal: false }
   }
   if (isClientError(error)) {
-    const { statusCode, message } = CLIENT_ERRORS.get(error.code) ?? MALFORMED
+    const { statusCode, message } = clientErrorResponse(error)
     return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
   }
   const fastifyError = (error ?? {}) as Partial<FastifyError>

@@ -74,7 +74,9 @@ export interface components {
          *     Also a number literal longer than 100 characters, and a bearer token
          *     sent in the query string (`access_token`, RFC 6750 §2.3: not
          *     supported), which gets `WWW-Authenticate` with `error="invalid_request"`.
-         *     Also a request that is not valid HTTP/1.1: a malformed request line,
+         *     Also a method no HTTP specification defines (RFC 9110 §9.1 suggests
+         *     501; the service keeps 5xx for its own faults). Also a request that is
+         *     not valid HTTP/1.1: a malformed request line,
          *     header or percent-encoding, no `Host` header (RFC 9112 §3.2), both
          *     `Content-Length` and `Transfer-Encoding` or two different
          *     `Content-Length` values (RFC 9112 §6.3), a broken chunked body.
@@ -214,9 +216,8 @@ export interface components {
             };
         };
         /**
-         * @description What the request needs is not implemented: a method the service does
-         *     not know, or CONNECT (RFC 9110 §9.1, §9.3.6); at the gateway, a
-         *     `Transfer-Encoding` other than `chunked` (RFC 9112 §6.1).
+         * @description The gateway in front of the service does not implement what the request
+         *     needs: a `Transfer-Encoding` other than `chunked` (RFC 9112 §6.1).
          */
         NotImplemented: {
             headers: {

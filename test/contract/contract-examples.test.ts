@@ -150,6 +150,12 @@ const provokers: Record<
       return (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
     },
   },
+  'BadRequest/unknownMethod': {
+    answer: async (t) => {
+      const { url } = await listen(t)
+      return exchange({ url }, `BREW /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+    },
+  },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
   'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
   'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },

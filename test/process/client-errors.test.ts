@@ -40,6 +40,7 @@ const POST = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer 
 /** Requests Node's HTTP parser refuses, what it reports (llhttp), and the status the client gets. */
 const parserErrors: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
+  ['a request line with a method no HTTP specification defines', 'BREW /plants HTTP/1.1\r\nHost: localhost\r\n\r\n', 400],
   ['an unknown HTTP version', 'POST /plants HTTP/9.9\r\nHost: localhost\r\n\r\n', 400],
   ['a header name with a space', `${POST}Bad Header: y\r\nContent-Length: 2\r\n\r\n{}`, 400],
   ['a control character in a header value', `${POST}X-Note: a\x01b\r\nContent-Length: 2\r\n\r\n{}`, 400],
