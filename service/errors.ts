@@ -109,7 +109,7 @@ interface ClientError {
 
 /** The status and message of a request Node's HTTP parser rejected. */
 function clientErrorResponse(error: ClientError): { statusCode: number; message: string } {
-  if (error.code === 'HPE_INVALID_METHOD') return requestLine.test(error.rawPacket?.toString('latin1') ?? '') ? UNKNOWN_METHOD : MALFORMED
+  if (error.code === 'HPE_INVALID_METHOD') return requestLine.test(`${error.rawPacket}`) ? UNKNOWN_METHOD : MALFORMED
   return CLIENT_ERRORS.get(error.code) ?? MALFORMED
 }
 

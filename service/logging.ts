@@ -7,7 +7,7 @@
  * @module
  */
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
-import { destination, type LoggerOptions } from 'pino'
+import { type DestinationStream, destination, type LoggerOptions } from 'pino'
 import { clientAddress } from './client-address.js'
 
 /** Where credentials could appear in a logged object; replaced by `[redacted]`. */
@@ -68,6 +68,21 @@ export function bufferedStdout(): ReturnType<typeof destination> {
   setInterval(() => stdout.flushSync(), LOG_FLUSH_INTERVAL_MS).unref()
   process.once('exit', () => stdout.flushSync())
   return stdout
+}
+
+/**
+ * The process's logging: pretty lines on a terminal; else JSON lines through
+ * {@link bufferedStdout}.
+ *
+ * @param level - pino level (`LOG_LEVEL`).
+ * @param terminal - whether stdout is a TTY.
+ * @returns the logger options for Fastify, and `flush`, which writes what is
+ *   gathered at once (a no-op on a terminal).
+ */
+export function processLogging(level: string, terminal: boolean): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
+  if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
+  const stdout = bufferedStdout()
+  return { options: { ...loggerOptions(level, false), stream: stdout }, flush: () => stdout.flushSync() }
 }
 
 /**

@@ -9,13 +9,13 @@ import { setTimeout } from 'node:timers/promises'
 import closeWithGrace from 'close-with-grace'
 import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
-import { bufferedStdout, loggerOptions } from './logging.js'
+import { processLogging } from './logging.js'
 import { MigrationError } from './store/migrate.js'
 
 try {
   const config = loadConfig(process.env)
-  const logs = process.stdout.isTTY === true ? undefined : bufferedStdout()
-  const app = await createApp(config, { ...loggerOptions(config.logLevel, logs === undefined), ...(logs === undefined ? {} : { stream: logs }) })
+  const logging = processLogging(config.logLevel, process.stdout.isTTY === true)
+  const app = await createApp(config, logging.options)
   closeWithGrace({ delay: config.shutdownGraceMs, logger: app.log }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught error cannot be provoked from outside the process */
     if (err !== undefined) app.log.error({ err }, 'uncaught error')
@@ -27,7 +27,7 @@ try {
   })
   const address = await app.listen({ host: config.host, port: config.port })
   // Start-up's lines now, not with the next second's.
-  logs?.flushSync()
+  logging.flush()
   if (config.tokenGenerated) {
     // Printed once, on the terminal, not logged: a development convenience only.
     process.stdout.write(

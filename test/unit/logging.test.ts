@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { loggerOptions, RequestLogController } from '../../service/logging.js'
+import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.js'
 import { logSink } from '../helpers/app.js'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
@@ -42,4 +42,15 @@ t.test('one line per request: nothing when it arrives; when it ends, the request
     { level: 30, msg: 'request completed', req: { method: 'POST', url: '/plants' }, res: { statusCode: 200 }, responseTime: 1.5 },
     { level: 50, msg: 'request errored', req: { method: 'POST', url: '/plants' }, err: { message: 'socket hang up' }, responseTime: 1.5 },
   ])
+})
+
+t.test('the process logs pretty on a terminal, else JSON through a buffered stdout', async (t) => {
+  const terminal = processLogging('debug', true)
+  t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
+  t.equal(terminal.options.stream, undefined)
+  t.doesNotThrow(() => terminal.flush())
+  const piped = processLogging('info', false)
+  t.equal(piped.options.transport, undefined)
+  t.match(piped.options.stream, { fd: 1, minLength: 4096 }, 'stdout, written 4 KiB at a time')
+  t.doesNotThrow(() => piped.flush())
 })
