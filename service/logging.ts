@@ -63,7 +63,7 @@ const LOG_FLUSH_INTERVAL_MS = 1000
  * tenth of a request's CPU (docs/benchmarks.md). A process killed with SIGKILL loses
  * at most the lines of the last second.
  */
-export function bufferedStdout(): ReturnType<typeof destination> {
+function bufferedStdout(): ReturnType<typeof destination> {
   const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
   setInterval(() => stdout.flushSync(), LOG_FLUSH_INTERVAL_MS).unref()
   process.once('exit', () => stdout.flushSync())
