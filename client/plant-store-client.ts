@@ -22,8 +22,8 @@ import type { components, operations, paths } from '../service/generated/openapi
 type CreatePlant = operations['createPlant']
 type Responses = CreatePlant['responses']
 
-/** A plant to create: `NewPlant` of openapi.yaml, its int64 `id` as an exact `bigint` (−2^63 … 2^63−1). */
-export type NewPlant = Omit<components['schemas']['NewPlant'], 'id'> & { id: bigint }
+/** A plant to create: `NewPlant` of openapi.yaml, its int64 `id` an exact `bigint` (−2^63 … 2^63−1). */
+export type NewPlant = components['schemas']['NewPlant']
 
 /** Every HTTP status openapi.yaml declares for `createPlant`. */
 export type CreatePlantStatus = keyof Responses

@@ -22,10 +22,10 @@ import type { Config } from './config.js'
 import { loadContract } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
-import { int64Format, parseJsonBody } from './json-body.js'
+import { exactInt64, int64Format } from './exact-integers.js'
+import { parseJsonBody } from './json-body.js'
 import { RequestLogController } from './logging.js'
 import { registerMetrics } from './metrics.js'
-import { readParametersBySchema } from './parameters.js'
 import { PlantService } from './plant-service.js'
 import { registerProbes } from './probes.js'
 import { type ProtectionConfig, registerProtection } from './protection.js'
@@ -60,7 +60,7 @@ export const DOCS_PREFIX = '/docs'
 /**
  * How requests are validated. No coercion: a string is not an integer, null is not a
  * string (openapi.yaml, "Integers"); parameters, which are text, are read by their
- * schema instead (`readParametersBySchema`).
+ * schema instead (`exactInt64`).
  */
 export const AJV_OPTIONS = {
   customOptions: { coerceTypes: false },
@@ -168,7 +168,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
 
   const contract = loadContract()
   shapeContractRoutes(app, contract, limits)
-  app.addHook('onRoute', readParametersBySchema)
+  app.addHook('onRoute', exactInt64)
   const writer = new GroupCommit(new PlantRepository(store), {
     maxBatch: config.groupCommitMaxBatch,
     maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,

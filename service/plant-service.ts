@@ -8,7 +8,6 @@
 import { HttpError, ServiceUnavailableError } from './errors.js'
 import type { operations } from './generated/openapi.js'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.js'
-import { exactInteger } from './json-body.js'
 import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
 
 /** Something that durably saves plants: the repository, or a group commit in front of it. */
@@ -40,15 +39,14 @@ export class PlantService implements ServiceHandlers<operations> {
    * - the same id with identical name and tag is an idempotent replay: 200, stored once;
    * - the same id with a different name or tag (including a tag added or removed) is 409.
    *
-   * @param request - body already validated as NewPlant; `id` is read exactly
-   *   (beyond 2^53) through {@link exactInteger}.
+   * @param request - body already validated as NewPlant, its `id` exact.
    * @returns the stored Plant (`name`, and `tag` when it has one).
    * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the
    *   store is unavailable; the store's own error (500) for any other failure.
    */
   async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body
-    const plant: PlantRecord = { id: exactInteger(body, 'id') ?? BigInt(body.id), name: body.name, tag: body.tag ?? null }
+    const plant: PlantRecord = { id: body.id, name: body.name, tag: body.tag ?? null }
     const outcome = await this.writer.save(plant).catch((error: unknown) => {
       if (error instanceof StoreUnavailableError) throw new ServiceUnavailableError('The store is unavailable; retry later')
       throw error

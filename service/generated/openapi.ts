@@ -50,7 +50,7 @@ export interface components {
              *     A signed 64-bit integer, kept exactly as sent.
              * @example 1
              */
-            id: number;
+            id: bigint;
         };
         Error: {
             /**

@@ -14,8 +14,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import openapiTS, { astToString } from 'openapi-typescript'
 import t from 'tap'
+import { generateTypes } from '../../contract/types.js'
 import { fixtureContract } from '../fixtures/plant-contract.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
@@ -28,7 +28,7 @@ import type { OperationRequest, ServiceHandlers, SuccessBody } from ${JSON.strin
 
 export class FixtureService implements ServiceHandlers<operations> {
   async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
-    const id: number = request.body.id
+    const id: bigint = request.body.id
     return { name: request.body.name + id }
   }
 ${getPlant}
@@ -60,21 +60,24 @@ async function compile(dir: string, generated: string, service: string): Promise
 t.test('a service class must have a method, typed by the document, for each operation', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-handlers-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const generated = astToString(await openapiTS(fixtureContract() as Parameters<typeof openapiTS>[0]))
+  const generated = await generateTypes(fixtureContract() as Parameters<typeof generateTypes>[0])
   t.match(generated, /getPlant: \{/, 'the fixture contract has getPlant')
   const getPlant = (idType: string) => `  async getPlant(request: OperationRequest<operations['getPlant']>): Promise<SuccessBody<operations['getPlant']>> {
     const id: ${idType} = request.params.id
     return { name: String(id) }
   }`
-  const [without, withMethod, mistyped] = await Promise.all([
+  const [without, withMethod, mistyped, rounded] = await Promise.all([
     compile(mkdtempSync(join(dir, 'without-')), generated, fixtureService('')),
-    compile(mkdtempSync(join(dir, 'with-')), generated, fixtureService(getPlant('number'))),
+    compile(mkdtempSync(join(dir, 'with-')), generated, fixtureService(getPlant('bigint'))),
     compile(mkdtempSync(join(dir, 'mistyped-')), generated, fixtureService(getPlant('boolean'))),
+    compile(mkdtempSync(join(dir, 'rounded-')), generated, fixtureService(getPlant('number'))),
   ])
   t.not(without.code, 0, 'tsc fails without getPlant')
   t.match(without.output, /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/)
   t.match(without.output, /Property 'getPlant' is missing in type 'FixtureService'/)
   t.equal(withMethod.code, 0, withMethod.output)
   t.not(mistyped.code, 0, 'a parameter read as another type than the document says fails')
-  t.match(mistyped.output, /service\.ts\(\d+,11\): error TS2322: Type 'number' is not assignable to type 'boolean'/)
+  t.match(mistyped.output, /service\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'boolean'/)
+  t.not(rounded.code, 0, 'an int64 read as a number, which would round it, fails')
+  t.match(rounded.output, /service\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'number'/)
 })

@@ -1,0 +1,211 @@
+/**
+ * The exact-integer rule (service/exact-integers.ts): how number literals are read
+ * for validation, the `int64` format, and what handlers receive: every `int64`
+ * member of a body or of the path and query parameters as its exact `bigint`. The
+ * parameters are read through the fixture contract's `getPlant`
+ * (GET /plants/{id}?revision=), wired as the application wires the public contract.
+ *
+ * @module
+ */
+import Fastify, { type FastifyRequest, type onRequestHookHandler, type RouteOptions } from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
+import t, { type Test } from 'tap'
+import { AJV_OPTIONS } from '../../service/app.js'
+import { errorHandler } from '../../service/errors.js'
+import { exactInt64, forValidation, int64Format, numberOf } from '../../service/exact-integers.js'
+import { parseJsonBody } from '../../service/json-body.js'
+import { fixtureContract } from '../fixtures/plant-contract.js'
+
+const OUT_OF_INT64 = 2 ** 63 + 2048
+const int64 = { type: 'integer', format: 'int64' } as const
+
+/** What a handler of a route whose body has the `int64` member `id` receives for the JSON `{"id": literal}`. */
+function handedOver(literal: string, schema: object = { properties: { id: int64 } }): unknown {
+  const route = { method: 'POST', url: '/', handler: () => {}, schema: { body: { content: { 'application/json': { schema } } } } } as RouteOptions
+  exactInt64(route)
+  const request = { body: parseJsonBody(`{"id":${literal}}`) }
+  for (const hook of [route.preHandler].flat() as onRequestHookHandler[]) hook.call(Fastify(), request as FastifyRequest, {} as never, () => {})
+  return (request.body as { id: unknown }).id
+}
+
+/** The number validation sees for a literal. */
+function validated(literal: string): unknown {
+  return forValidation({ id: numberOf(literal) }, 'id')
+}
+
+t.test('safe integers are read as numbers, and handed over as bigints', async (t) => {
+  for (const [literal, value] of [
+    ['0', 0],
+    ['-1', -1],
+    ['9007199254740991', 9007199254740991],
+    ['-9007199254740991', -9007199254740991],
+    ['1.0', 1],
+    ['1e2', 100],
+    ['12.5e1', 125],
+    ['0.0', 0],
+    ['-0.0e10', 0],
+  ] as const) {
+    t.equal(numberOf(literal), value, literal)
+    t.equal(handedOver(literal), BigInt(value), literal)
+  }
+})
+
+t.test('integers beyond 2^53 are validated as their nearest double and handed over exactly', async (t) => {
+  for (const [literal, exact] of [
+    ['9007199254740993', 9007199254740993n],
+    ['9007199254740992', 9007199254740992n],
+    ['-9007199254740993', -9007199254740993n],
+    ['9223372036854775807', 9223372036854775807n],
+    ['-9223372036854775808', -9223372036854775808n],
+    ['1152921504606846977', 1152921504606846977n],
+    ['9.007199254740993e15', 9007199254740993n],
+    ['90071992547409930e-1', 9007199254740993n],
+  ] as const) {
+    t.equal(numberOf(literal), exact, literal)
+    t.equal(validated(literal), Number(exact), 'validation sees the nearest double')
+    t.ok(int64Format.validate(validated(literal) as number), 'the int64 format accepts it')
+    t.equal(handedOver(literal), exact, literal)
+  }
+})
+
+t.test('a non-integral literal whose double is an integer is NaN; one whose double is not stays a number', async (t) => {
+  for (const literal of ['9007199254740993.5', '123.0000000000000001', '1e-400', '1.00000000000000000001']) {
+    t.ok(Number.isNaN(numberOf(literal)), literal)
+  }
+  t.equal(numberOf('1.5'), 1.5)
+  t.notOk(int64Format.validate(1.5))
+})
+
+t.test('integers outside int64 are moved beyond ±(2^63 + 2048), which the int64 format rejects', async (t) => {
+  for (const [literal, value] of [
+    ['9223372036854775808', OUT_OF_INT64],
+    ['18446744073709551616', OUT_OF_INT64],
+    ['1e30', OUT_OF_INT64],
+    ['1.0e300', OUT_OF_INT64],
+    ['-9223372036854775809', -OUT_OF_INT64],
+    ['-1e30', -OUT_OF_INT64],
+    ['9'.repeat(100), OUT_OF_INT64],
+  ] as const) {
+    t.equal(validated(literal), value, literal.slice(0, 20))
+    t.notOk(int64Format.validate(value))
+  }
+  for (const literal of ['1e1000000', '-1e1000000', `0.${'0'.repeat(80)}1e1000000`]) {
+    t.notOk(int64Format.validate(validated(literal) as number), `a huge exponent: ${literal.slice(0, 12)}`)
+  }
+})
+
+t.test('a long literal is read exactly however it is padded', async (t) => {
+  t.equal(numberOf(`1${'0'.repeat(95)}e-95`), 1, 'trailing zeros cancelled by the exponent')
+  const fraction = `-0.${'0'.repeat(92)}12e-3`
+  t.equal(numberOf(fraction), Number(fraction), 'a long fraction')
+  t.ok(Number.isNaN(numberOf(`1.${'0'.repeat(97)}1`)), 'a fraction that rounds to an integer is still not one')
+})
+
+t.test('forValidation replaces bigints nested in arrays and objects by numbers', async (t) => {
+  const body = { a: [1, 9007199254740993n, { b: -9007199254740993n }], c: { d: 9223372036854775808n }, e: 2 }
+  t.strictSame(forValidation({ body }, 'body'), { a: [1, 9007199254740992, { b: -9007199254740992 }], c: { d: OUT_OF_INT64 }, e: 2 })
+})
+
+t.test('int64 members are handed over through properties and allOf, nested', async (t) => {
+  const schema = { allOf: [{ properties: { name: { type: 'string' } } }, { properties: { id: { properties: { own: int64 } } } }] }
+  t.strictSame(handedOver('{"own":9007199254740993,"other":9007199254740993}', schema), { own: 9007199254740993n, other: 9007199254740992 })
+  t.strictSame(handedOver('{"own":5,"other":9007199254740993}', schema), { own: 5n, other: 9007199254740992 }, 'a safe member beside an unsafe one')
+  t.equal(handedOver('"text"', schema), 'text', 'a value validation would refuse is left alone')
+  t.equal(handedOver('null', schema), null)
+})
+
+t.test('an int64 below a keyword the hand-over does not follow stops the start', async (t) => {
+  for (const keyword of ['items', 'oneOf', 'anyOf', 'additionalProperties']) {
+    const schema = { properties: { ids: { [keyword]: keyword === 'items' || keyword === 'additionalProperties' ? int64 : [int64] } } }
+    t.throws(() => handedOver('1', schema), { message: `An int64 below /ids/${keyword} cannot be handed over exactly` }, keyword)
+  }
+  const route = { method: 'POST', url: '/', handler: () => {}, schema: { body: { content: { 'application/json': { schema: int64 } } } } } as RouteOptions
+  t.throws(() => exactInt64(route), { message: 'An int64 that is a whole request part cannot be handed over exactly' })
+})
+
+t.test('int64Format.validate accepts exactly the doubles of signed 64-bit integers', async (t) => {
+  for (const value of [0, -1, 2 ** 53 + 2, 2 ** 63, -(2 ** 63)]) t.ok(int64Format.validate(value), String(value))
+  for (const value of [OUT_OF_INT64, -OUT_OF_INT64, 1.5, Number.NaN, Infinity, -Infinity]) {
+    t.notOk(int64Format.validate(value), String(value))
+  }
+  t.equal(int64Format.type, 'number')
+})
+
+type GetPlant = FastifyRequest<{ Params: { id: bigint }; Querystring: { revision?: bigint; note?: unknown } }>
+
+/** The fixture app; `getPlant` answers with the id and revision it received, and the types they had. */
+async function fixtureApp(t: Test) {
+  const app = Fastify({ ajv: AJV_OPTIONS })
+  t.teardown(() => app.close())
+  app.setErrorHandler(errorHandler)
+  app.addHook('onRoute', exactInt64)
+  await app.register(openapiGlue, {
+    specification: fixtureContract(),
+    serviceHandlers: {
+      getPlant: async ({ params, query }: GetPlant) => ({
+        name: `${params.id}:${typeof params.id}`,
+        tag: `${query.revision}:${typeof query.revision}:${typeof query.note}`,
+      }),
+    },
+    securityHandlers: { bearerAuth: () => {} },
+  })
+  return app
+}
+
+t.test('an int64 path or query parameter is handed over as the exact bigint it spells', async (t) => {
+  const app = await fixtureApp(t)
+  const cases = {
+    '/plants/1': { name: '1:bigint', tag: 'undefined:undefined:undefined' },
+    '/plants/0?revision=-3': { name: '0:bigint', tag: '-3:bigint:undefined' },
+    '/plants/9223372036854775807': { name: '9223372036854775807:bigint', tag: 'undefined:undefined:undefined' },
+    '/plants/-9223372036854775808?revision=9007199254740993': { name: '-9223372036854775808:bigint', tag: '9007199254740993:bigint:undefined' },
+    '/plants/2?note=01': { name: '2:bigint', tag: 'undefined:undefined:string' },
+  }
+  for (const [url, body] of Object.entries(cases)) {
+    const response = await app.inject({ url })
+    t.equal(response.statusCode, 200, url)
+    t.strictSame(response.json(), body, url)
+  }
+})
+
+t.test('a parameter that is not a plain decimal integer, or is outside int64, is 400 naming it', async (t) => {
+  const app = await fixtureApp(t)
+  const cases = {
+    '/plants/1.5': 'params/id must be integer',
+    '/plants/1e3': 'params/id must be integer',
+    '/plants/01': 'params/id must be integer',
+    '/plants/+1': 'params/id must be integer',
+    '/plants/-0x1': 'params/id must be integer',
+    '/plants/one': 'params/id must be integer',
+    '/plants/9223372036854775808': 'params/id must match format "int64"',
+    '/plants/1?revision=1.0': 'querystring/revision must be integer',
+    '/plants/1?revision=1&revision=2': 'querystring/revision must be integer',
+  }
+  for (const [url, message] of Object.entries(cases)) {
+    const response = await app.inject({ url })
+    t.equal(response.statusCode, 400, url)
+    t.strictSame(response.json(), { error: 400, message }, url)
+  }
+})
+
+t.test('reading comes before the route\'s own preValidation, the hand-over after its own preHandler; a route without integers is left as it is', async (t) => {
+  const handler = async () => 'ok'
+  const own = async () => {}
+  const plain = { method: 'GET', url: '/plain', handler } as RouteOptions
+  const named = { ...plain, schema: { params: { properties: { name: { type: 'string' } } } } }
+  exactInt64(plain)
+  exactInt64(named)
+  t.equal(plain.preValidation, undefined)
+  t.equal(named.preValidation, undefined)
+  t.equal(named.preHandler, undefined)
+  const route = { method: 'GET', url: '/:id', handler, preValidation: own, schema: { params: { properties: { id: { type: ['integer', 'null'] } } } } } as RouteOptions
+  exactInt64(route)
+  const hooks = [route.preValidation].flat()
+  t.equal(hooks.length, 2)
+  t.equal(hooks[1], own)
+  const handed = { ...plain, preHandler: own, schema: { params: { properties: { id: int64 } } } } as RouteOptions
+  exactInt64(handed)
+  const after = [handed.preHandler].flat()
+  t.equal(after.length, 2)
+  t.equal(after[0], own, 'the hand-over comes after the route\'s own preHandler')
+})
