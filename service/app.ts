@@ -2,36 +2,50 @@
  * Builds the Plant Store application from openapi.yaml; never listens (see
  * `start.ts` for the process). Tests build it too and use `inject` or `listen`.
  *
- * The path of one request:
- * `onRequest` load shedding → bearerAuth (a failure counts against the client
- * address) → per-token rate limit → parse (exact JSON) → validate NewPlant →
- * PlantService.createPlant → group commit → PlantRepository → store; any failure →
- * `errorHandler` → `Error` body.
+ * The hooks a `POST /plants` passes through, in order, with the default settings
+ * (`app.test.ts` holds this list to Fastify's `printRoutes({ includeHooks: true })`):
+ *
+ * | step          | hook               | does                                                         |
+ * |---------------|--------------------|--------------------------------------------------------------|
+ * | onRequest     | identifyRequest    | X-Request-Id; 400 without Host or with a token in the query  |
+ * | onRequest     | addSecurityHeaders | security headers (protection.ts)                             |
+ * | onRequest     | onRequest          | under-pressure: 503 while overloaded                         |
+ * | onRequest     | authenticate       | bearerAuth before the body is read; failures counted (429)   |
+ * | onRequest     | limitToken         | per-token rate limit (429)                                   |
+ * | parse         |                    | `parseJsonBody`: exact JSON; 415 for another media type      |
+ * | preValidation | refuseMissingBody  | 415 without a body                                           |
+ * | validate      |                    | NewPlant, by openapi.yaml (400)                              |
+ * | preHandler    | handOverExactInt64 | int64 members as exact bigints                               |
+ * | handler       |                    | PlantService.createPlant → GroupCommit → PlantRepository     |
+ * | onSend        | closeWhenDraining  | `Connection: close` while draining                           |
+ * | onResponse    | observeRequest     | request duration metric                                      |
+ *
+ * Any failure on the way becomes the `Error` body in `errorHandler` (errors.ts).
  *
  * @module
  */
 import { randomUUID } from 'node:crypto'
-import type { IncomingMessage } from 'node:http'
+import type { IncomingMessage, Server } from 'node:http'
 import type { Socket } from 'node:net'
 import bearerAuth from '@fastify/bearer-auth'
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HookHandlerDoneFunction } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import type { Config } from './config.js'
-import { loadContract } from './contract.js'
+import { loadContract, type OpenApiDocument, operationMethods } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { exactInt64, int64Format } from './exact-integers.js'
 import { parseJsonBody } from './json-body.js'
 import { RequestLogController } from './logging.js'
 import { registerMetrics } from './metrics.js'
-import { PlantService } from './plant-service.js'
+import { PlantService, type ServiceParts } from './plant-service.js'
 import { registerProbes } from './probes.js'
 import { type ProtectionConfig, registerProtection } from './protection.js'
 import { refuseTokenInQuery, Security } from './security.js'
 import { openStore } from './store/database.js'
-import type { StoreOptions } from './store/store.js'
+import type { Store, StoreOptions } from './store/store.js'
 import { GroupCommit } from './store/group-commit.js'
 import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
@@ -77,18 +91,72 @@ function requestId(request: IncomingMessage): string {
   return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
 }
 
+/** The operations the application serves: a contract and the service class implementing it. */
+export interface Operations {
+  /** The document glue builds the routes from. */
+  readonly contract: OpenApiDocument
+  /** The service class: one method per `operationId` (`ServiceHandlers`, handlers.ts). */
+  readonly service: (parts: ServiceParts) => object
+}
+
+/** openapi.yaml's operations, implemented by {@link PlantService}. */
+function plantStore(): Operations {
+  return {
+    contract: loadContract(),
+    service: (parts) => new PlantService(parts),
+  }
+}
+
 /**
  * Creates the application: a Fastify instance with the contract's routes, security,
  * validation, serialization, Swagger UI, probes, metrics, protections and the
- * migrated store. Not yet listening.
+ * migrated store. Not yet listening. The steps below are in the order a request
+ * meets them (see the table above).
  *
  * @param config - see {@link AppConfig}; `loadConfig` gives every default.
  * @param logger - Fastify logger option (pino options, or `false`).
+ * @param operations - what to serve; openapi.yaml's by default.
  * @returns the instance, ready; `close()` drains it and closes the store.
  * @throws when the contract is invalid or the store cannot be opened or migrated.
  */
-export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
-  const app = Fastify({
+export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false, operations: Operations = plantStore()): Promise<FastifyInstance> {
+  const app = Fastify(fastifyOptions(config, logger))
+  const tracing = await registerTracing(app, config)
+  guardConnections(app, config)
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler(notFoundHandler)
+  app.addHook('onRequest', identifyRequest)
+  const store = await openMigratedStore(app, config)
+  registerProbes(app, store)
+  const metrics = registerMetrics(app)
+  const limits = await registerProtection(app, config, operationMethods(operations.contract))
+  acceptJsonOnly(app)
+  await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
+  shapeContractRoutes(app, operations.contract, limits)
+  app.addHook('onRoute', exactInt64)
+  const repository = new PlantRepository(store)
+  const writer = new GroupCommit(repository, {
+    maxBatch: config.groupCommitMaxBatch,
+    maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,
+    onBatch: (size, seconds, failed) => {
+      metrics.batchSize.observe(size)
+      metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
+    },
+    tracer: tracing?.batchTracer(store.dialect),
+  })
+  await app.register(openapiGlue, {
+    specification: operations.contract,
+    serviceHandlers: operations.service({ store, repository, writer, metrics }),
+    securityHandlers: new Security(app.verifyBearerAuth!),
+  })
+  await registerDocs(app, operations.contract)
+  await app.ready()
+  return app
+}
+
+/** Fastify's options: limits and timeouts from `config`, and the `Error` body for what Node and the router reject. */
+function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {
+  return {
     logger,
     bodyLimit: config.bodyLimit,
     trustProxy: config.trustProxy,
@@ -98,25 +166,31 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: config.connectionTimeoutMs,
     http: {
-      // requireHost (below) answers a missing Host with the Error body; Node's check has none.
+      // identifyRequest answers a missing Host with the Error body; Node's check has none.
       requireHostHeader: false,
       // How often Node looks for requests past HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS;
       // its default (30 s) would send the 408 up to 30 s late.
       connectionsCheckingInterval: 1000,
     },
-    // Requests rejected before any route runs get the Error body too.
     clientErrorHandler,
     frameworkErrors,
     // Draining is answered by registerProbes with the contract's Error body.
     return503OnClosing: false,
     ajv: AJV_OPTIONS,
-  })
-  // Imported only when configured: without tracing no OpenTelemetry module is loaded.
-  const tracing = config.otelExporterOtlpEndpoint === undefined ? undefined : (await import('./tracing.js')).startTracing(config.otelExporterOtlpEndpoint)
-  if (tracing !== undefined) {
-    await tracing.register(app)
-    app.addHook('onClose', () => tracing.shutdown())
   }
+}
+
+/** OpenTelemetry tracing, when configured; without it no OpenTelemetry module is loaded. */
+async function registerTracing(app: FastifyInstance, config: AppConfig) {
+  if (config.otelExporterOtlpEndpoint === undefined) return undefined
+  const tracing = (await import('./tracing.js')).startTracing(config.otelExporterOtlpEndpoint)
+  await tracing.register(app)
+  app.addHook('onClose', () => tracing.shutdown())
+  return tracing
+}
+
+/** Node's server: header timeout, connection cap, and answers for `Expect` and CONNECT. */
+function guardConnections(app: FastifyInstance, config: AppConfig): void {
   app.server.headersTimeout = config.headersTimeoutMs
   // Past this many open connections Node closes new ones at once, before a file
   // descriptor the store or the pool needs runs out.
@@ -127,26 +201,18 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   // CONNECT asks for a tunnel, which the service is not (RFC 9110 §9.1: 501); Node
   // would close the connection without an answer.
   app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(501, 'Not Implemented: CONNECT is not supported'), socket))
-  app.setErrorHandler(errorHandler)
-  app.setNotFoundHandler(notFoundHandler)
-  // Callback hooks (here and on the request path): an async one costs a promise per request.
-  app.addHook('onRequest', (request, reply, done) => {
-    reply.header('x-request-id', request.id)
-    requireHost(request)
-    refuseTokenInQuery(request)
-    done()
-  })
+}
 
-  // Only JSON, parsed exactly; any other media type, or a body without one, is 415.
-  app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
-    try {
-      done(null, parseJsonBody(body as string))
-    } catch (error) {
-      done(error as Error)
-    }
-  })
+/** The first hook of every request: its id on the reply, a Host (RFC 9112 §3.2), no token in the URL (RFC 6750 §2.3). */
+function identifyRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  reply.header('x-request-id', request.id)
+  requireHost(request)
+  refuseTokenInQuery(request)
+  done()
+}
 
+/** Opens the store and migrates it when configured; closed with the app. */
+async function openMigratedStore(app: FastifyInstance, config: AppConfig): Promise<Store> {
   const store = openStore({
     ...config,
     onConnectionError: (err) => app.log.warn({ err }, 'store connection lost'),
@@ -160,30 +226,23 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     await app.close()
     throw error
   }
+  return store
+}
 
-  registerProbes(app, store)
-  const metrics = registerMetrics(app)
-  const limits = await registerProtection(app, config)
-  await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
-
-  const contract = loadContract()
-  shapeContractRoutes(app, contract, limits)
-  app.addHook('onRoute', exactInt64)
-  const writer = new GroupCommit(new PlantRepository(store), {
-    maxBatch: config.groupCommitMaxBatch,
-    maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,
-    onBatch: (size, seconds, failed) => {
-      metrics.batchSize.observe(size)
-      metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
-    },
-    tracer: tracing?.batchTracer(store.dialect),
+/** Only JSON, parsed exactly; any other media type, or a body without one, is 415. */
+function acceptJsonOnly(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, parseJsonBody(body as string))
+    } catch (error) {
+      done(error as Error)
+    }
   })
-  await app.register(openapiGlue, {
-    specification: contract,
-    serviceHandlers: new PlantService(writer, (outcome) => metrics.creates.inc({ outcome })),
-    securityHandlers: new Security(app.verifyBearerAuth!),
-  })
+}
 
+/** The contract and Swagger UI at {@link DOCS_PREFIX}. */
+async function registerDocs(app: FastifyInstance, contract: OpenApiDocument): Promise<void> {
   await app.register(swagger, { mode: 'static', specification: { document: contract } })
   await app.register(swaggerUi, {
     routePrefix: DOCS_PREFIX,
@@ -197,6 +256,4 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
       },
     },
   })
-  await app.ready()
-  return app
 }

@@ -105,7 +105,7 @@ export function requireBody(route: RouteOptions): void {
   if (schema.body === undefined) return
   route.preValidation = [
     ...[route.preValidation ?? []].flat(),
-    (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
+    function refuseMissingBody(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
       done(request.body === undefined ? new HttpError(415, UNSUPPORTED_MEDIA_TYPE) : undefined)
     },
   ]

@@ -33,6 +33,17 @@ export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {
   return parse(readFileSync(url, 'utf8')) as OpenApiDocument
 }
 
+/**
+ * The methods of the contract's operations, upper case and sorted, each once
+ * (`['POST']` for openapi.yaml): what CORS allows.
+ */
+export function operationMethods(contract: OpenApiDocument): string[] {
+  const methods = Object.values(contract.paths).flatMap((item = {}) =>
+    Object.entries(item).flatMap(([method, operation]) => ((operation as { operationId?: string }).operationId === undefined ? [] : [method.toUpperCase()])),
+  )
+  return [...new Set(methods)].sort()
+}
+
 /** Request body of operation `createPlant`: NewPlant. */
 export type NewPlant = operations['createPlant']['requestBody']['content']['application/json']
 /** Response body of operation `createPlant` on 200: Plant. */

@@ -177,7 +177,7 @@ export function exactInt64(route: RouteOptions): void {
   if (handOvers.length === 0) return
   route.preHandler = [
     ...[route.preHandler ?? []].flat(),
-    (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+    function handOverExactInt64(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
       for (const { part, paths } of handOvers) for (const path of paths) handOver(request[part], path)
       done()
     },

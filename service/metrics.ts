@@ -12,7 +12,7 @@ import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client
  * The service's metrics and the standard process metrics (CPU, memory, event loop,
  * GC), in a registry of their own: several apps in one process do not collide.
  */
-class Metrics {
+export class Metrics {
   readonly registry = new Registry()
   /** Request latency in seconds by method, route and status; its `_count` is the request count. */
   readonly requestDuration = new Histogram({
@@ -61,7 +61,7 @@ export function registerMetrics(app: FastifyInstance): Metrics {
   app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
-  app.addHook('onResponse', (request, reply, done) => {
+  app.addHook('onResponse', function observeRequest(request, reply, done) {
     const route = request.routeOptions.url ?? 'unmatched'
     metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
     done()

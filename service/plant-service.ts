@@ -8,15 +8,19 @@
 import { HttpError, ServiceUnavailableError } from './errors.js'
 import type { operations } from './generated/openapi.js'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.js'
-import { type PlantRecord, type SaveOutcome, StoreUnavailableError } from './store/plant-repository.js'
+import type { Metrics } from './metrics.js'
+import type { GroupCommit } from './store/group-commit.js'
+import { type PlantRecord, type PlantRepository, StoreUnavailableError } from './store/plant-repository.js'
+import type { Store } from './store/store.js'
 
-/** Something that durably saves plants: the repository, or a group commit in front of it. */
-interface PlantWriter {
-  /**
-   * Saves one plant; resolves once it is committed durably.
-   * @throws when the store fails; nothing of the plant is then stored.
-   */
-  save(plant: PlantRecord): Promise<SaveOutcome>
+/** What the service class is built from (`createApp`). */
+export interface ServiceParts {
+  readonly store: Store
+  /** Reads and writes plants. */
+  readonly repository: PlantRepository
+  /** The group commit in front of {@link repository}: where creates go, committed durably before they resolve. */
+  readonly writer: GroupCommit
+  readonly metrics: Metrics
 }
 
 /**
@@ -24,14 +28,7 @@ interface PlantWriter {
  * each, typed by the document (see {@link ServiceHandlers}).
  */
 export class PlantService implements ServiceHandlers<operations> {
-  /**
-   * @param writer - where plants are stored.
-   * @param onOutcome - told of each save's outcome (metrics).
-   */
-  constructor(
-    private readonly writer: PlantWriter,
-    private readonly onOutcome: (status: SaveOutcome['status']) => void,
-  ) {}
+  constructor(protected readonly parts: ServiceParts) {}
 
   /**
    * `createPlant` (`POST /plants`). Rules (openapi.yaml, info.description and responses):
@@ -47,11 +44,11 @@ export class PlantService implements ServiceHandlers<operations> {
   async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body
     const plant: PlantRecord = { id: body.id, name: body.name, tag: body.tag ?? null }
-    const outcome = await this.writer.save(plant).catch((error: unknown) => {
+    const outcome = await this.parts.writer.save(plant).catch((error: unknown) => {
       if (error instanceof StoreUnavailableError) throw new ServiceUnavailableError('The store is unavailable; retry later')
       throw error
     })
-    this.onOutcome(outcome.status)
+    this.parts.metrics.creates.inc({ outcome: outcome.status })
     if (outcome.status === 'conflict') {
       throw new HttpError(409, `A different plant with id ${plant.id} already exists`)
     }

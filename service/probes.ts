@@ -49,7 +49,7 @@ export function registerProbes(app: FastifyInstance, store: Store): void {
     }
     return { status: 'ready' }
   })
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', function closeWhenDraining(_request, reply, payload, done) {
     if (draining) reply.header('connection', 'close')
     done(null, payload)
   })

@@ -77,9 +77,10 @@ const SAMPLE_INTERVAL_MS = 1000
  * Registers helmet's security headers, CORS (only when origins are configured) and
  * under-pressure, and prepares the rate limits.
  *
+ * @param operationMethods - the methods CORS allows: the contract's (`operationMethods`).
  * @returns the limits to apply around authentication on the contract's routes.
  */
-export async function registerProtection(app: FastifyInstance, config: ProtectionConfig): Promise<RouteLimits> {
+export async function registerProtection(app: FastifyInstance, config: ProtectionConfig, operationMethods: readonly string[]): Promise<RouteLimits> {
   // helmet's middleware, built once: @fastify/helmet 13 rebuilds it on every request
   // (11 % of the request path in the profile, docs/benchmarks.md).
   const securityHeaders = helmet({
@@ -102,7 +103,7 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
       },
     },
   })
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function addSecurityHeaders(request, reply, done) {
     // JSON answers of the contract's operations get the API set, written at once;
     // helmet's page headers are for Swagger UI and every other route.
     if (request.routeOptions.schema?.operationId !== undefined) {
@@ -115,7 +116,7 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
   if (config.corsOrigins.length > 0) {
     await app.register(cors, {
       origin: [...config.corsOrigins],
-      methods: ['POST'],
+      methods: [...operationMethods],
       allowedHeaders: ['authorization', 'content-type', 'x-request-id'],
       exposedHeaders: ['x-request-id', 'retry-after', 'www-authenticate'],
       maxAge: 600,
@@ -160,13 +161,17 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
   return {
-    limitToken:
-      config.rateLimitMax === 0 ? undefined : app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey }),
+    limitToken: config.rateLimitMax === 0 ? undefined : named('limitToken', app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey })),
     countFailedAuthentication:
       config.authFailureLimitMax === 0
         ? undefined
         : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
   }
+}
+
+/** `hook`, named as the request path's hook list (app.ts) and `printRoutes` call it. */
+function named<Hook extends (...args: never[]) => unknown>(name: string, hook: Hook): Hook {
+  return Object.defineProperty(hook, 'name', { value: name })
 }
 
 /**

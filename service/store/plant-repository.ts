@@ -34,7 +34,7 @@ export class StoreUnavailableError extends Error {
 /** Stores plants; rows are immutable once committed. */
 export class PlantRepository {
   /** @param store - the open store, migrated. */
-  constructor(private readonly store: Store) {}
+  constructor(protected readonly store: Store) {}
 
   /** The INSERT's SQL text by batch size (at most the group commit's `maxBatch` entries). */
   private readonly insertSql = new Map<number, string>()

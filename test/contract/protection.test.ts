@@ -201,6 +201,7 @@ t.test('CORS for configured origins: preflight and actual requests', async (t) =
   t.equal(preflight.statusCode, 204)
   t.equal(preflight.headers['access-control-allow-origin'], 'https://ui.example')
   t.match(preflight.headers['access-control-allow-headers'], /authorization/)
+  t.equal(preflight.headers['access-control-allow-methods'], 'POST', "the contract's methods")
   const actual = await app.inject({ ...create(TOKEN, 1), headers: { ...create(TOKEN, 1).headers, origin: 'https://ui.example' } })
   t.equal(actual.statusCode, 200)
   t.equal(actual.headers['access-control-allow-origin'], 'https://ui.example')

@@ -95,6 +95,16 @@ t.test('outside the public routes (/plants, /docs under the prefix): 404 with th
   t.equal(seen.length, before, 'nothing reached the replica')
 })
 
+t.test('every path below the prefix\'s /plants is passed on, the prefix replaced: an operation added there needs no change here', async (t) => {
+  for (const path of [`${PLANTS}/9007199254740993`, `${PLANTS}/1/revisions?from=2`, `${PLANTS}-not-in-the-contract`]) {
+    const before = seen.length
+    const response = await send(gateway, get(path))
+    t.equal(response.statusCode, 200, `${path}: answered by the recorder`)
+    t.equal(seen.length, before + 1)
+    t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'the service sees its own path')
+  }
+})
+
 t.test('a replica that does not answer: 504 with the Error body after the gateway’s read timeout', async (t) => {
   // Accepts connections and reads, never answers.
   const sockets = new Set<Socket>()

@@ -33,7 +33,7 @@ export const NGINX_DIR = fileURLToPath(new URL('../../deploy/nginx/', import.met
 const SHIPPED = ['nginx.conf', 'errors.conf']
 
 /** The path prefix the shipped configuration mounts the service under, read from it (e.g. `/plant-store`). */
-export const GATEWAY_PREFIX = /location = (\/\S+)\/plants \{/.exec(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'))![1]!
+export const GATEWAY_PREFIX = /location (\/\S+)\/plants \{/.exec(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'))![1]!
 
 /** The parameters of the shipped `upstreams.conf`'s server lines (e.g. ` max_fails=0`), given to the test's replicas too. */
 const SERVER_PARAMETERS = /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
