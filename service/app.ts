@@ -18,8 +18,9 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
+import { stringify } from 'lossless-json'
 import type { Config } from './config.js'
-import { loadContract } from './contract.js'
+import { loadContractReadings, type OpenApiDocument } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { int64Format, parseJsonBody } from './json-body.js'
@@ -166,7 +167,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const limits = await registerProtection(app, config)
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
 
-  const contract = loadContract()
+  const { document: contract, exact } = loadContractReadings()
   shapeContractRoutes(app, contract, limits)
   app.addHook('onRoute', readParametersBySchema)
   const writer = new GroupCommit(new PlantRepository(store), {
@@ -184,18 +185,23 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
 
-  await app.register(swagger, { mode: 'static', specification: { document: contract } })
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    // Without a trailing slash @fastify/swagger-ui links its assets from the root
-    // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
-    // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
-    uiHooks: {
-      onRequest: async (request, reply) => {
-        const [path, query] = request.url.split(/\?(.*)/s)
-        if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+  // The docs serve the contract digit for digit: its integers are bigints there, which
+  // lossless-json writes as they are and JSON.stringify refuses.
+  await app.register(async (docs) => {
+    docs.setReplySerializer((payload) => stringify(payload) as string)
+    await docs.register(swagger, { mode: 'static', specification: { document: exact as OpenApiDocument } })
+    await docs.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      // Without a trailing slash @fastify/swagger-ui links its assets from the root
+      // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
+      // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
+      uiHooks: {
+        onRequest: async (request, reply) => {
+          const [path, query] = request.url.split(/\?(.*)/s)
+          if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+        },
       },
-    },
+    })
   })
   await app.ready()
   return app
