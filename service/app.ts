@@ -192,6 +192,8 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     await docs.register(swagger, { mode: 'static', specification: { document: exact as OpenApiDocument } })
     await docs.register(swaggerUi, {
       routePrefix: DOCS_PREFIX,
+      // No top bar: its "Explore" field loads other documents into the service's page.
+      uiConfig: { layout: 'BaseLayout' },
       // Without a trailing slash @fastify/swagger-ui links its assets from the root
       // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
       // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
