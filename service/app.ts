@@ -32,8 +32,9 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HookHandlerDoneFunction } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
+import { stringify } from 'lossless-json'
 import type { Config } from './config.js'
-import { loadContract, type OpenApiDocument, operationMethods } from './contract.js'
+import { loadContractReadings, type OpenApiDocument, operationMethods } from './contract.js'
 import { shapeContractRoutes } from './contract-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { exactInt64, int64Format } from './exact-integers.js'
@@ -95,14 +96,18 @@ function requestId(request: IncomingMessage): string {
 export interface Operations {
   /** The document glue builds the routes from. */
   readonly contract: OpenApiDocument
+  /** The same document as served at {@link DOCS_PREFIX}; see `registerDocs`. */
+  readonly documented: unknown
   /** The service class: one method per `operationId` (`ServiceHandlers`, handlers.ts). */
   readonly service: (parts: ServiceParts) => object
 }
 
 /** openapi.yaml's operations, implemented by {@link PlantService}. */
 function plantStore(): Operations {
+  const { document, exact } = loadContractReadings()
   return {
-    contract: loadContract(),
+    contract: document,
+    documented: exact,
     service: (parts) => new PlantService(parts),
   }
 }
@@ -149,7 +154,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
     serviceHandlers: operations.service({ store, repository, writer, metrics }),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
-  await registerDocs(app, operations.contract)
+  await registerDocs(app, operations.documented)
   await app.ready()
   return app
 }
@@ -241,19 +246,29 @@ function acceptJsonOnly(app: FastifyInstance): void {
   })
 }
 
-/** The contract and Swagger UI at {@link DOCS_PREFIX}. */
-async function registerDocs(app: FastifyInstance, contract: OpenApiDocument): Promise<void> {
-  await app.register(swagger, { mode: 'static', specification: { document: contract } })
-  await app.register(swaggerUi, {
-    routePrefix: DOCS_PREFIX,
-    // Without a trailing slash @fastify/swagger-ui links its assets from the root
-    // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
-    // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
-    uiHooks: {
-      onRequest: async (request, reply) => {
-        const [path, query] = request.url.split(/\?(.*)/s)
-        if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+/**
+ * The contract and Swagger UI at {@link DOCS_PREFIX}.
+ *
+ * @param document - the contract as served: its integers bigints, digit for digit
+ *   (`loadContractReadings`), which lossless-json writes as they are.
+ */
+async function registerDocs(app: FastifyInstance, document: unknown): Promise<void> {
+  await app.register(async (docs) => {
+    docs.setReplySerializer((payload) => stringify(payload) as string)
+    await docs.register(swagger, { mode: 'static', specification: { document: document as OpenApiDocument } })
+    await docs.register(swaggerUi, {
+      routePrefix: DOCS_PREFIX,
+      // No top bar: its "Explore" field loads other documents into the service's page.
+      uiConfig: { layout: 'BaseLayout' },
+      // Without a trailing slash @fastify/swagger-ui links its assets from the root
+      // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
+      // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
+      uiHooks: {
+        onRequest: async (request, reply) => {
+          const [path, query] = request.url.split(/\?(.*)/s)
+          if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+        },
       },
-    },
+    })
   })
 }

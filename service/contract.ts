@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
-import { parse } from 'yaml'
+import { parseDocument } from 'yaml'
 import type { operations } from './generated/openapi.js'
 
 /**
@@ -22,15 +22,42 @@ export const CONTRACT_URL = new URL('../openapi.yaml', import.meta.url)
  */
 export type OpenApiDocument = OpenAPIV3.Document
 
+/** The contract in its two readings, from one parse of the file. */
+export interface Contract {
+  /** Integers as JS numbers: what glue, ajv and the service read. */
+  document: OpenApiDocument
+  /**
+   * Every integer a bigint, digit for digit as written (an example's int64 id is past
+   * 2^53): what the documentation routes serve.
+   */
+  exact: unknown
+}
+
 /**
- * Reads and parses the contract.
+ * Reads and parses the contract once, in both readings.
+ *
+ * @param url - the YAML file; defaults to {@link CONTRACT_URL}.
+ * @returns fresh objects each call.
+ * @throws when the file is missing or is not YAML.
+ */
+export function loadContractReadings(url: URL = CONTRACT_URL): Contract {
+  const parsed = parseDocument(readFileSync(url, 'utf8'), { intAsBigInt: true })
+  if (parsed.errors.length > 0) throw parsed.errors[0]
+  return {
+    document: parsed.toJS({ reviver: (_key, value) => (typeof value === 'bigint' ? Number(value) : value) }) as OpenApiDocument,
+    exact: parsed.toJS(),
+  }
+}
+
+/**
+ * Reads and parses the contract, integers as JS numbers ({@link Contract}.document).
  *
  * @param url - the YAML file; defaults to {@link CONTRACT_URL}.
  * @returns a fresh object each call.
  * @throws when the file is missing or is not YAML.
  */
 export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {
-  return parse(readFileSync(url, 'utf8')) as OpenApiDocument
+  return loadContractReadings(url).document
 }
 
 /**

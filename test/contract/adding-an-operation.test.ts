@@ -38,7 +38,8 @@ class ReadingService extends PlantService {
 /** The application with the fixture contract and the service above, CORS on for one origin. */
 async function fixtureApp(t: Test): Promise<FastifyInstance> {
   const config = testConfig({ ...(await freshStore(t)), corsOrigins: ['https://ui.example'] })
-  const app = await createApp(config, false, { contract: fixtureContract(), service: (parts) => new ReadingService(parts) })
+  const contract = fixtureContract()
+  const app = await createApp(config, false, { contract, documented: contract, service: (parts) => new ReadingService(parts) })
   t.teardown(() => app.close())
   return app
 }

@@ -1,15 +1,20 @@
 /**
  * Tests of the documentation routes: Swagger UI at `/docs`, the document at
- * `/docs/json` and `/docs/yaml` equal to openapi.yaml, public, and not part of the
- * contract themselves.
+ * `/docs/json` and `/docs/yaml` equal to openapi.yaml with every integer digit for
+ * digit, public, and not part of the contract themselves.
  *
  * @module
  */
+import { readFileSync } from 'node:fs'
+import { parse as parseJson, parseNumberAndBigInt } from 'lossless-json'
 import t from 'tap'
 import { parse } from 'yaml'
 import { DOCS_PREFIX } from '../../service/app.js'
-import { loadContract } from '../../service/contract.js'
+import { CONTRACT_URL } from '../../service/contract.js'
 import { build } from '../helpers/app.js'
+
+/** openapi.yaml as written: every integer a bigint, so one past 2^53 keeps its digits. */
+const exactContract = parse(readFileSync(CONTRACT_URL, 'utf8'), { intAsBigInt: true }) as unknown
 
 t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is kept', async (t) => {
   const app = await build(t)
@@ -39,20 +44,22 @@ t.test('the Swagger UI page loads every asset from the service itself', async (t
   }
 })
 
-t.test('GET /docs/json is openapi.yaml', async (t) => {
+t.test('GET /docs/json is openapi.yaml, every integer digit for digit', async (t) => {
   const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/json` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /^application\/json/)
-  t.strictSame(response.json(), loadContract())
+  t.match(response.body, /"id":9007199254740993\b/, 'the withoutTag example keeps its id past 2^53')
+  t.strictSame(parseJson(response.body, null, parseNumberAndBigInt), exactContract)
 })
 
-t.test('GET /docs/yaml is openapi.yaml', async (t) => {
+t.test('GET /docs/yaml is openapi.yaml, every integer digit for digit', async (t) => {
   const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/yaml` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /yaml/)
-  t.strictSame(parse(response.body), loadContract())
+  t.match(response.body, /\bid: 9007199254740993\b/, 'the withoutTag example keeps its id past 2^53')
+  t.strictSame(parse(response.body, { intAsBigInt: true }), exactContract)
 })
 
 t.test('the docs need no token', async (t) => {

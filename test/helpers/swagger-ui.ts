@@ -90,9 +90,28 @@ export async function authorize(page: Page, token: string): Promise<void> {
   await dialog.waitFor({ state: 'detached' })
 }
 
+/** Swagger UI's element of operation createPlant, listed under its tag `plants` (openapi.yaml). */
+export const CREATE_PLANT = '#operations-plants-createPlant'
+
+/**
+ * The server selector as shown: the selected option's text (`url - description`), and
+ * whether it fits the box, by the text's width in the box's font against the box's
+ * width less its padding (where the arrow is drawn).
+ */
+export async function serverShown(page: Page): Promise<{ text: string; fits: boolean }> {
+  return page.locator('.scheme-container .servers select').evaluate((select: HTMLSelectElement) => {
+    const text = select.options[select.selectedIndex]!.text
+    const style = getComputedStyle(select)
+    const context = document.createElement('canvas').getContext('2d')!
+    context.font = style.font
+    const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+    return { text, fits: context.measureText(text).width <= room }
+  })
+}
+
 /** Runs POST /plants through "Try it out" with `body`; returns the live response's status and body text, and the URL it went to. */
 export async function tryItOut(page: Page, body: object): Promise<{ status: string; body: string; requestUrl: string }> {
-  const operation = page.locator('#operations-default-createPlant')
+  const operation = page.locator(CREATE_PLANT)
   await operation.locator('.opblock-summary').click()
   await operation.locator('button.try-out__btn').click()
   await operation.locator('textarea.body-param__text').fill(JSON.stringify(body, null, 2))
@@ -131,7 +150,7 @@ export async function createsPlant(t: Test, page: Page, plant: TriedPlant, reque
   t.equal(result.status, '200')
   t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
   mkdirSync(dirname(screenshot), { recursive: true })
-  await page.locator('#operations-default-createPlant .live-responses-table').scrollIntoViewIfNeeded()
+  await page.locator(`${CREATE_PLANT} .live-responses-table`).scrollIntoViewIfNeeded()
   await page.screenshot({ path: screenshot })
 }
 

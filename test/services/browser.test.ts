@@ -1,6 +1,7 @@
 /**
  * A real browser on the documentation of a listening app: Chromium opens Swagger UI
- * at `/docs`, authorizes with a bearer token and runs `POST /plants` with "Try it
+ * at `/docs` and sees what a visitor sees (the operation under its tag, the server's
+ * short description, no top bar loading other documents), authorizes with a bearer token and runs `POST /plants` with "Try it
  * out" → Execute (openapi.yaml: servers, security); without a token the same is 401.
  * The page must reach nothing but the service, and break no content security policy.
  *
@@ -13,7 +14,7 @@
  */
 import type { Browser } from 'playwright-core'
 import t from 'tap'
-import { createsPlant, isolatedPage, launchChromium, noMisdeeds, screenshotPath, tryItOut, docsShown, authorize } from '../helpers/swagger-ui.js'
+import { createsPlant, isolatedPage, launchChromium, noMisdeeds, screenshotPath, tryItOut, docsShown, authorize, CREATE_PLANT, serverShown } from '../helpers/swagger-ui.js'
 import { listen, TOKEN } from '../helpers/app.js'
 import { requires } from '../helpers/needs.js'
 
@@ -23,6 +24,20 @@ const chromium = requires('chromium')
 /** The browser and the app, started by the first test that runs (none when Chromium is missing). */
 let started: Promise<{ browser: Browser; url: string }> | undefined
 const browserAndApp = () => (started ??= Promise.all([launchChromium(t), listen(t)]).then(([browser, { url }]) => ({ browser, url })))
+
+t.test('as a visitor sees it: POST /plants under the tag plants, the server described in full, no top bar', chromium, async (t) => {
+  const { browser, url } = await browserAndApp()
+  const { page, misdeeds } = await isolatedPage(t, browser)
+  await page.goto(`${url}/docs`)
+  await docsShown(page)
+  const section = page.locator('.opblock-tag-section').filter({ has: page.locator('#operations-tag-plants') })
+  t.equal(await section.locator(CREATE_PLANT).count(), 1, 'createPlant is listed under plants')
+  t.equal(await page.locator('#operations-tag-default').count(), 0, 'nothing is under default')
+  t.strictSame(await serverShown(page), { text: '.. - This service', fits: true }, 'the server selector shows the short description whole')
+  t.equal(await page.locator('.swagger-ui .topbar').count(), 0, 'no top bar')
+  t.equal(await page.getByRole('button', { name: 'Explore' }).count(), 0, 'no Explore button')
+  noMisdeeds(t, misdeeds)
+})
 
 t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 with the Plant', chromium, async (t) => {
   const { browser, url } = await browserAndApp()

@@ -1,0 +1,23 @@
+/**
+ * Reading the contract (service/contract.ts): one parse gives both readings, integers
+ * as JS numbers for glue and as bigints, digit for digit, for the documentation; a
+ * file that is not YAML is refused with the parser's error.
+ *
+ * @module
+ */
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import t from 'tap'
+import { loadContract, loadContractReadings } from '../../service/contract.js'
+
+t.test('integers are JS numbers in the document and bigints as written in the exact reading', async (t) => {
+  const dir = t.testdir({ 'openapi.yaml': 'id: 9007199254740993\nratio: 1.5\nname: x\n' })
+  const { document, exact } = loadContractReadings(pathToFileURL(join(dir, 'openapi.yaml')))
+  t.strictSame(document, { id: 9007199254740992, ratio: 1.5, name: 'x' })
+  t.strictSame(exact, { id: 9007199254740993n, ratio: 1.5, name: 'x' })
+})
+
+t.test('a file that is not YAML is refused with the parser’s error', async (t) => {
+  const dir = t.testdir({ 'openapi.yaml': 'paths: [\n' })
+  t.throws(() => loadContract(pathToFileURL(join(dir, 'openapi.yaml'))), { name: 'YAMLParseError' })
+})
