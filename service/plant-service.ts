@@ -35,10 +35,8 @@ export class PlantService implements ServiceHandlers<operations> {
   ) {}
 
   /**
-   * `createPlant` (`POST /plants`). Rules (openapi.yaml, info.description and responses):
-   * - a new id is stored, then answered 200 with the Plant;
-   * - the same id with identical name and tag is an idempotent replay: 200, stored once;
-   * - the same id with a different name or tag (including a tag added or removed) is 409.
+   * `createPlant` (`POST /plants`): stores the plant and answers it, as openapi.yaml
+   * decides (info.description, "Identity and retries"; responses.Conflict).
    *
    * @param request - body already validated as NewPlant; `id` is read exactly
    *   (beyond 2^53) through {@link exactInteger}.
