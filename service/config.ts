@@ -26,9 +26,9 @@ interface SettingSchema {
 
 /**
  * Every setting of the service, one environment variable each: its type, bounds,
- * default and description (the text of README.md's configuration table, which a
- * test holds to this schema). env-schema validates the environment against it,
- * dropping every other variable; {@link Config} is derived from it.
+ * default and description (docs/configuration.md's settings table is generated
+ * from them: `npm run generate:config-docs`). env-schema validates the environment
+ * against it, dropping every other variable; {@link Config} is derived from it.
  */
 export const settingsSchema = {
   type: 'object',
