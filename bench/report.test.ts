@@ -2,15 +2,18 @@
  * The arithmetic that decides the benchmark's verdicts (bench/report.ts): CPU per
  * request, each target's threshold judged round by round against the design floor and
  * raw ceiling of the same round, the median and range over rounds, the fault count
- * summed over rounds, the round the report shows, and the figures read from wrk's
- * result line.
+ * summed over rounds, the round the report shows, the figures read from wrk's
+ * result line, and the parts a new report keeps from the previous one.
  */
+import { readFileSync, writeFileSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
 import { type LoadSummary, parseWrk } from './load.js'
 import {
   cpuPerRequest,
   faults,
   GOALS,
+  HAND_WRITTEN,
   medianRound,
   okResponses,
   ratio,
@@ -22,6 +25,7 @@ import {
   type TargetKey,
   type TargetResult,
   verdict,
+  writeReport,
 } from './report.js'
 
 function load(requestsPerSecond: number, overrides: Partial<LoadSummary> = {}): LoadSummary {
@@ -207,4 +211,23 @@ t.test('stolen CPU time: the steal column over each CPU\'s time, guest time not 
   t.equal(shares[1], 25 / 170, 'guest time (already in user) is not added')
   t.equal(stolenShares(before, 'cpu0 5 0 5 50 0 0 0 0 0 0\n'), undefined, 'CPUs differ')
   t.equal(stolenShares(before, before), undefined, 'no time passed')
+})
+
+t.test('a new report keeps the hand-written part and, when no soak ran, the previous soak; a first report gets a placeholder', async (t) => {
+  const path = join(t.testdir(), 'benchmarks.md')
+  writeReport(path, '# Benchmarks\n\nfirst run\n', undefined)
+  const first = readFileSync(path, 'utf8')
+  t.match(first, /No soak run yet/)
+  t.match(first, `${HAND_WRITTEN}\n\n## What it measures, and why\n\nNot written yet.\n`)
+
+  const handWritten = `${HAND_WRITTEN}\n\n## Decisions\n\nOne log line per request.\n`
+  writeFileSync(path, first.replace(/<!-- Hand-written[^]*$/, handWritten).replace(/No soak run yet[^\n]*/, 'soak of the last run'))
+  writeReport(path, '# Benchmarks\n\nsecond run\n', undefined)
+  const second = readFileSync(path, 'utf8')
+  t.match(second, /^# Benchmarks\n\nsecond run\n/, 'the generated part is new')
+  t.match(second, /<!-- soak:start -->\nsoak of the last run\n<!-- soak:end -->/, 'the previous soak, kept')
+  t.ok(second.endsWith(handWritten), 'the hand-written part, kept as it was')
+
+  writeReport(path, '# Benchmarks\n\nthird run\n', 'this run\'s soak')
+  t.match(readFileSync(path, 'utf8'), /<!-- soak:start -->\nthis run's soak\n<!-- soak:end -->/, 'a new soak replaces it')
 })

@@ -3,8 +3,8 @@
  * target's median round), the spread over the rounds, the figures the targets are
  * about and their verdicts, taken round by round. Regenerating it keeps two
  * parts: the soak section when no soak ran this time (between {@link SOAK_START}
- * and {@link SOAK_END}), and everything from {@link HAND_WRITTEN} on (findings,
- * written by hand).
+ * and {@link SOAK_END}), and everything from {@link HAND_WRITTEN} on (how to run
+ * it, what it measures and the decisions it led to, written by hand).
  *
  * @module
  */
@@ -488,7 +488,7 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
 
 const FINDINGS_PLACEHOLDER = `${HAND_WRITTEN}
 
-## Findings
+## What it measures, and why
 
 Not written yet.
 `

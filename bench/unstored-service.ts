@@ -3,9 +3,8 @@
  * it, except that the repository's database write is skipped and every plant is
  * answered as created. Group commit, auth, parsing, validation, protections,
  * metrics, logging and serialization all still run. Comparing it with the service
- * on a real store shows what storing durably costs per request (docs/benchmarks.md,
- * Findings). Never a way to run the service: it stores
- * nothing.
+ * on a real store shows what storing durably costs per request (docs/benchmarks.md).
+ * Never a way to run the service: it stores nothing.
  *
  * @module
  */

@@ -26,9 +26,9 @@ interface SettingSchema {
 
 /**
  * Every setting of the service, one environment variable each: its type, bounds,
- * default and description (the text of README.md's configuration table, which a
- * test holds to this schema). env-schema validates the environment against it,
- * dropping every other variable; {@link Config} is derived from it.
+ * default and description (docs/configuration.md's settings table is generated
+ * from them: `npm run generate:config-docs`). env-schema validates the environment
+ * against it, dropping every other variable; {@link Config} is derived from it.
  */
 export const settingsSchema = {
   type: 'object',
@@ -87,7 +87,7 @@ export const settingsSchema = {
       minimum: 1,
       maximum: 1000,
       default: 100,
-      description: 'Most creates written in one transaction (see Performance); `1` writes each alone.',
+      description: 'Most creates written in one transaction (see [performance](operations.md#performance)); `1` writes each alone.',
     },
     TRUST_PROXY: {
       type: 'string',
@@ -131,7 +131,7 @@ export const settingsSchema = {
     OTEL_EXPORTER_OTLP_ENDPOINT: {
       type: 'string',
       pattern: '^https?://',
-      description: 'OpenTelemetry collector (`http://…:4318`): traces are exported to it over OTLP/HTTP (see Operate). Unset: no tracing.',
+      description: 'OpenTelemetry collector (`http://…:4318`): traces are exported to it over OTLP/HTTP (see [tracing](operations.md#tracing)). Unset: no tracing.',
     },
   },
 } as const satisfies { type: 'object'; additionalProperties: false; properties: Record<string, SettingSchema> }

@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics (prom-client) at `GET /metrics`, outside the contract and hidden
- * from Swagger UI. No plant data, no token; keep it off the public routes (README.md,
- * "Operate").
+ * from Swagger UI. No plant data, no token; keep it off the public routes
+ * (docs/operations.md, "Probes and metrics").
  *
  * @module
  */

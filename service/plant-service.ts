@@ -31,10 +31,8 @@ export class PlantService implements ServiceHandlers<operations> {
   constructor(protected readonly parts: ServiceParts) {}
 
   /**
-   * `createPlant` (`POST /plants`). Rules (openapi.yaml, info.description and responses):
-   * - a new id is stored, then answered 200 with the Plant;
-   * - the same id with identical name and tag is an idempotent replay: 200, stored once;
-   * - the same id with a different name or tag (including a tag added or removed) is 409.
+   * `createPlant` (`POST /plants`): stores the plant and answers it, as openapi.yaml
+   * decides (info.description, "Identity and retries"; responses.Conflict).
    *
    * @param request - body already validated as NewPlant, its `id` exact.
    * @returns the stored Plant (`name`, and `tag` when it has one).

@@ -1,7 +1,7 @@
 /**
  * Health probes and draining, outside the contract and hidden from Swagger UI. They
  * reveal no plant data and need no token; keep them off the public routes
- * (README.md, "Operate").
+ * (docs/operations.md, "Probes and metrics").
  *
  * @module
  */

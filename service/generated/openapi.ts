@@ -114,7 +114,8 @@ export interface components {
         };
         /**
          * @description A plant with this `id` is already stored with a different `name` or
-         *     `tag`. Identical content is not a conflict but an idempotent replay.
+         *     `tag` (a tag added or left out counts as different). Identical content
+         *     is not a conflict but an idempotent replay.
          */
         Conflict: {
             headers: {
@@ -139,7 +140,8 @@ export interface components {
         };
         /**
          * @description The request has no `Content-Type`, or one other than
-         *     `application/json` (RFC 9110 §15.5.16).
+         *     `application/json` (RFC 9110 §15.5.16); `application/json` is accepted
+         *     with any `charset` parameter.
          */
         UnsupportedMediaType: {
             headers: {
@@ -266,7 +268,8 @@ export interface components {
             };
         };
         /**
-         * @description The store is unreachable, or the service is overloaded or shutting down.
+         * @description The store is unreachable or cannot write (a full disk), or the service
+         *     is overloaded or shutting down.
          *     Nothing was stored. Retry after the number of seconds in `Retry-After`;
          *     retrying with the same body is safe.
          */

@@ -2,16 +2,17 @@
  * Unit tests of `loadConfig` (service/config.ts), a pure function of an environment
  * object: defaults, bearer tokens from `PLANT_STORE_TOKENS` and
  * `PLANT_STORE_TOKENS_FILE`, secrets never echoed, production refusing to start
- * without tokens, invalid variables named; and README.md's configuration table,
- * which is the settings' schema.
+ * without tokens, invalid variables named; and docs/configuration.md's settings
+ * table, generated from the settings' schema (scripts/config-reference.ts).
  *
  * @module
  */
-import { execFileSync } from 'node:child_process'
+import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
+import { referencePath, settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.js'
 import { ConfigError, loadConfig, openFileLimit, settingsSchema } from '../../service/config.js'
 
 const A = 'token-a-0123456789abcdefghijklmnopqrstuv'
@@ -279,18 +280,41 @@ t.test('the failed-authentication limit: 20 per minute per address by default, 0
   }
 })
 
-t.test("README.md's configuration table lists every setting with the schema's default and description", async (t) => {
-  const header = '| Variable | Default | Meaning |'
-  const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8').split('\n')
-  const start = readme.indexOf(header)
-  t.not(start, -1, `README.md has the table ("${header}")`)
-  const end = readme.findIndex((line, index) => index > start && !line.startsWith('|'))
-  const rows = Object.entries(settingsSchema.properties).map(([name, schema]) => {
-    const fallback = 'default' in schema && schema.default !== '' ? `\`${String(schema.default)}\`` : ''
-    const cells = [`\`${name}\``, fallback, schema.description]
-    return `|${cells.map((cell) => (cell === '' ? ' ' : ` ${cell} `)).join('|')}|`
-  })
-  t.strictSame(readme.slice(start, end), [header, '|---|---|---|', ...rows], 'the table as the schema (service/config.ts) states it')
+t.test("docs/configuration.md's settings table is the one the settings schema gives", async (t) => {
+  const committed = readFileSync(referencePath, 'utf8')
+  t.equal(withSettingsTable(committed, settingsTable()), committed, 'fresh: `npm run generate:config-docs` would change nothing')
+  const rows = settingsTable().split('\n').slice(2)
+  t.strictSame(
+    rows.map((row) => /^\| `(\w+)` \|/.exec(row)?.[1]),
+    Object.keys(settingsSchema.properties),
+    'one row per setting, in the schema\'s order',
+  )
+  t.ok(rows.includes('| `BODY_LIMIT` | `65536` | Largest request body in bytes; larger is 413. |'), 'a setting with a default')
+  t.ok(rows.includes('| `DATABASE_URL_FILE` | | A file holding `DATABASE_URL` (container secret). |'), 'a setting without one')
+})
+
+t.test('the settings table escapes a pipe in a description; a document without the markers is refused', async (t) => {
+  t.equal(settingsTable({ A: { default: 'x', description: 'one | two' } }).split('\n')[2], '| `A` | `x` | one \\| two |')
+  t.throws(() => withSettingsTable('# Configuration\n', settingsTable()), /no "<!-- settings:start/)
+})
+
+t.test('scripts/config-reference.ts: --check fails on a stale table and changes nothing; a run rewrites only the table', async (t) => {
+  const dir = t.testdir()
+  const path = join(dir, 'configuration.md')
+  const fresh = withSettingsTable(`# Prose kept\n\n${TABLE_START}\n${TABLE_END}\n\nMore prose.\n`, settingsTable())
+  const stale = fresh.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |')
+  t.not(stale, fresh)
+  writeFileSync(path, stale)
+  const script = ['scripts/config-reference.ts']
+  const run = (args: string[]) => spawnSync(process.execPath, [...process.execArgv, ...script, ...args], { encoding: 'utf8' })
+  const check = run(['--check', path])
+  t.equal(check.status, 1, '--check exits 1')
+  t.match(check.stderr, /the settings table is not service\/config\.ts's schema; run `npm run generate:config-docs`/)
+  t.equal(readFileSync(path, 'utf8'), stale, '--check writes nothing')
+  t.equal(run([path]).status, 0)
+  t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
+  t.equal(run(['--check', path]).status, 0, 'then --check passes')
+  t.equal(run(['--check']).status, 0, 'without a file it checks docs/configuration.md, which is fresh')
 })
 
 t.test('OTEL_EXPORTER_OTLP_ENDPOINT: unset is no tracing, an http(s) URL turns it on, anything else is named', async (t) => {
