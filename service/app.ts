@@ -35,7 +35,7 @@ import openapiGlue from 'fastify-openapi-glue'
 import { stringify } from 'lossless-json'
 import type { Config } from './config.js'
 import { loadContractReadings, type OpenApiDocument, operationMethods } from './contract.js'
-import { shapeContractRoutes } from './contract-routes.js'
+import { shapeOperationRoutes } from './operation-routes.js'
 import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { exactInt64, int64Format } from './exact-integers.js'
 import { parseJsonBody } from './json-body.js'
@@ -137,7 +137,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   const limits = await registerProtection(app, config, operationMethods(operations.contract))
   acceptJsonOnly(app)
   await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
-  shapeContractRoutes(app, operations.contract, limits)
+  shapeOperationRoutes(app, operations.contract, limits)
   app.addHook('onRoute', exactInt64)
   const repository = new PlantRepository(store)
   const writer = new GroupCommit(repository, {

@@ -44,7 +44,7 @@ export type ProtectionConfig = Pick<
 >
 
 /**
- * The limits the contract's routes apply around authentication (`contract-routes.ts`).
+ * The limits the contract's routes apply around authentication (`operation-routes.ts`).
  * Both answer 429 with `Retry-After` (RFC 6585 §4) and the `Error` body; both are
  * counted in one store, shared by replicas through Redis when configured.
  */

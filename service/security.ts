@@ -26,7 +26,7 @@ export class Security {
 
   /**
    * `bearerAuth`: HTTP bearer (openapi.yaml, components.securitySchemes). Runs in
-   * `onRequest`, before the body is read (`contract-routes.ts`).
+   * `onRequest`, before the body is read (`operation-routes.ts`).
    *
    * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge: without an
    *   error code when no bearer token was sent, with `error="invalid_token"` when

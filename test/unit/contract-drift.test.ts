@@ -1,5 +1,5 @@
 /**
- * The contract drift gate (contract/compat.ts, `npm run check:compat`): each kind of
+ * The contract drift gate (api/compat.ts, `npm run check:compat`): each kind of
  * breaking edit to a copy of the released contract is reported, and openapi.yaml and
  * non-breaking edits pass.
  *
@@ -9,9 +9,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { breakingChanges, latestReleased, main, readContract } from '../../contract/compat.js'
+import { breakingChanges, latestReleased, main, readContract } from '../../api/compat.js'
 
-const releasedPath = latestReleased(join(import.meta.dirname, '../../contract/released'))
+const releasedPath = latestReleased(join(import.meta.dirname, '../../api/released'))
 /* eslint-disable @typescript-eslint/no-explicit-any -- edits reach into a parsed YAML document */
 type Doc = any
 const released = readContract(releasedPath)

@@ -15,7 +15,7 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { generateTypes } from '../../contract/types.js'
+import { generateTypes } from '../../api/types.js'
 import { fixtureContract } from '../fixtures/plant-contract.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')

@@ -17,7 +17,7 @@
  * Regular expressions are compared as text: whether one pattern's language contains
  * another's is not decided, so any change to a `pattern` is reported.
  *
- * The command line is contract/check.ts (`npm run check:compat`).
+ * The command line is api/check.ts (`npm run check:compat`).
  *
  * @module
  */
@@ -242,12 +242,12 @@ export function latestReleased(directory: string): string {
 
 /**
  * The command line: compares `args[1]` (default `openapi.yaml`) with `args[0]` (default:
- * the newest `contract/released/openapi-<version>.yaml` by semantic version), logs the
+ * the newest `api/released/openapi-<version>.yaml` by semantic version), logs the
  * breaking changes and returns the exit status: 1 when there is one, 0 otherwise.
  */
 export function main(args: string[], log: (line: string) => void): number {
   const root = resolve(fileURLToPath(import.meta.url), '../..')
-  const released = args[0] ?? latestReleased(join(root, 'contract/released'))
+  const released = args[0] ?? latestReleased(join(root, 'api/released'))
   const current = args[1] ?? join(root, 'openapi.yaml')
   const found = breakingChanges(readContract(released), readContract(current))
   log(found.length === 0 ? `${current} is backward compatible with ${released}` : `${current} breaks ${released}:`)

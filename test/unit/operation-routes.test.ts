@@ -1,5 +1,5 @@
 /**
- * Unit tests of the changes made to the contract's routes (service/contract-routes.ts):
+ * Unit tests of the changes made to the contract's routes (service/operation-routes.ts):
  * authentication moved before the body, and 405 for the methods a path has no
  * operation for, on a bare Fastify instance.
  *
@@ -7,7 +7,7 @@
  */
 import Fastify, { type RouteOptions } from 'fastify'
 import t from 'tap'
-import { addMethodNotAllowed, authenticateFirst, requireBody } from '../../service/contract-routes.js'
+import { addMethodNotAllowed, authenticateFirst, requireBody } from '../../service/operation-routes.js'
 import { errorHandler } from '../../service/errors.js'
 
 t.test('a contract route without security or body is left as glue built it', async (t) => {

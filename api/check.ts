@@ -1,5 +1,5 @@
 /**
- * `node contract/check.ts [released.yaml] [current.yaml]` (`npm run check:compat`):
+ * `node api/check.ts [released.yaml] [current.yaml]` (`npm run check:compat`):
  * exits 1 and lists the breaking changes of the contract against the released one.
  *
  * @module

@@ -1,7 +1,7 @@
 /**
  * `npm run test:workflow [-- description.arazzo.yaml]`: starts the built service (dist/service/server.js) on
  * 127.0.0.1 and a free port, with a fresh data directory and a generated token, runs
- * contract/plant-store.arazzo.yaml (or the file given) against it with Redocly `respect` (the token and a
+ * api/plant-store.arazzo.yaml (or the file given) against it with Redocly `respect` (the token and a
  * plant id unique to the run are inputs, not in the file), then stops the service
  * and removes the directory. Exits with respect's status; 1 when the service does
  * not start, or the whole run exceeds {@link DEADLINE_MS}.
@@ -56,7 +56,7 @@ try {
   const redocly = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js')
   const respect = spawn(
     process.execPath,
-    [redocly, 'respect', resolve(process.argv[2] ?? join(root, 'contract/plant-store.arazzo.yaml')), '--server', `plantStore=${url}`,
+    [redocly, 'respect', resolve(process.argv[2] ?? join(root, 'api/plant-store.arazzo.yaml')), '--server', `plantStore=${url}`,
       '--input', `token=${token}`, '--input', `plantId=${plantId}`, '--max-fetch-timeout', '30000'],
     { cwd: root, stdio: 'inherit', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
   )

@@ -1,6 +1,6 @@
 /**
  * The service's TypeScript types, generated from openapi.yaml by openapi-typescript
- * into service/generated/openapi.ts. `node contract/types.ts` (`npm run generate`)
+ * into service/generated/openapi.ts. `node api/types.ts` (`npm run generate`)
  * writes the file; with `--check` (`npm run check:types`) it exits 1 when the file
  * is stale.
  *

@@ -23,7 +23,7 @@ import type { RouteLimits } from './protection.js'
  * @param contract - the document glue builds the routes from.
  * @param limits - the limits around authentication (`registerProtection`).
  */
-export function shapeContractRoutes(app: FastifyInstance, contract: OpenApiDocument, limits: RouteLimits): void {
+export function shapeOperationRoutes(app: FastifyInstance, contract: OpenApiDocument, limits: RouteLimits): void {
   app.addHook('onRoute', (route) => {
     if (route.schema?.operationId === undefined) return
     authenticateFirst(route, limits)
