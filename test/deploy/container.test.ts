@@ -15,7 +15,8 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { type Container, createVolume, imageUnderTest, podman, runContainer, type TestContext, waitUntil } from '../helpers/podman.js'
+import type { TestContext } from '../helpers/app.js'
+import { type Container, createVolume, imageUnderTest, podman, runContainer, waitUntil } from '../helpers/podman.js'
 import { hardened } from '../helpers/replicas.js'
 
 // A cold build of the image takes minutes on 2 cores; the checks themselves under one.

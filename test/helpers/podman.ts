@@ -20,11 +20,7 @@
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-
-/** A test's tap object, as much of it as this module needs. */
-export interface TestContext {
-  teardown(fn: () => unknown): void
-}
+import type { TestContext } from './app.js'
 
 /** The repository root: the build context. */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
