@@ -13,7 +13,8 @@ import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { loadContract } from '../../service/contract.js'
-import { build, closedPort, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
 import { exchange } from '../helpers/raw-http.js'
 
 const contract = loadContract()
@@ -146,7 +147,7 @@ const provokers: Record<
   },
   'ServiceUnavailable/storeDown': {
     answer: async (t) => {
-      const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
+      const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
       return (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
     },
   },
@@ -197,7 +198,7 @@ t.test('the header examples are what the service sends', async (t) => {
   const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as { examples: string[] }
   t.strictSame(challengeSchema.examples, [wrongToken.headers['www-authenticate']], 'WWW-Authenticate for a token that is not valid')
 
-  const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
+  const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
   const storeDown = await (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
   const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as { examples: number[] }
   t.strictSame(retryAfter.examples, [Number(storeDown.headers['retry-after'])], 'Retry-After of a 503')

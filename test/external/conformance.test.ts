@@ -43,7 +43,8 @@ import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { CONTRACT_URL, loadContract } from '../../service/contract.js'
-import { closedPort, listen, TOKEN, type TestContext } from '../helpers/app.js'
+import { listen, TOKEN, type TestContext } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
 
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
@@ -153,7 +154,7 @@ const contract = fileURLToPath(CONTRACT_URL)
 const { url: service } = await listen(t)
 // No store reachable, and one request per token per window: the first valid request gets 503, the next 429.
 const degraded = await listen(t, {
-  databaseUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
+  databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
   migrateOnStart: false,
   databaseConnectTimeoutMs: 1000,
   rateLimitMax: 1,

@@ -23,7 +23,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
-import { closedPort, type TestContext } from './app.js'
+import type { TestContext } from './app.js'
+import { freePort } from './machine.js'
 
 /** Debian's nginx. */
 export const NGINX = '/usr/sbin/nginx'
@@ -86,7 +87,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions): Pro
 
   // A port found free may be taken before nginx binds it: try another.
   for (let attempt = 1; ; attempt++) {
-    const port = await closedPort()
+    const port = await freePort()
     writeFileSync(join(dir, 'listen.conf'), `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`)
     const started = await run(t, dir, port)
     if ('child' in started) {

@@ -17,8 +17,9 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { closedPort, type TestContext } from './app.js'
+import type { TestContext } from './app.js'
 import { gone, postgresProcesses, run, type Running, stop } from './ha-processes.js'
+import { freePort } from './machine.js'
 import { waitUntil } from './podman.js'
 
 /** The shipped cluster files. */
@@ -108,7 +109,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000): Promise
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-ha-'))
   chownSync(dir, Number(uid), Number(gid))
   const ports = new Set<number>()
-  while (ports.size < 8) ports.add(await closedPort())
+  while (ports.size < 8) ports.add(await freePort())
   const [etcdClient, etcdPeer, haproxyPort, statsPort, ...nodePorts] = [...ports] as [number, number, number, number, number, number, number, number]
   // One teardown, in order: the nodes, HAProxy, etcd, then their files.
   const parts: { etcd?: Running; haproxy?: Running } = {}

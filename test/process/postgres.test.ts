@@ -10,7 +10,8 @@ import t, { type Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { openStore } from '../../service/store/database.js'
-import { closedPort, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
 import { postPlant } from '../helpers/contract.js'
 import { cuttableProxy, runToExit, startService } from '../helpers/process.js'
 
@@ -82,7 +83,7 @@ t.test('a database migrated by a newer release refuses to start, with a clear me
 })
 
 t.test('a database that cannot be reached at start stops the start with one line naming the cause, not a stack', async (t) => {
-  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await closedPort()}/plants`, NODE_ENV: 'test' })
+  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`, NODE_ENV: 'test' })
   t.equal(code, 1)
   t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
   t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
