@@ -13,7 +13,6 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http'
@@ -21,11 +20,11 @@ import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TLSSocket } from 'node:tls'
-import { promisify } from 'node:util'
 import t from 'tap'
 import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
 import { testConfig, TOKEN } from '../helpers/app.js'
+import { run } from '../helpers/command.js'
 import { contractViolations } from '../helpers/contract.js'
 import { exchange, open } from '../helpers/raw-http.js'
 
@@ -153,7 +152,7 @@ t.test('the example configuration, every file as shipped, passes nginx -t (with 
   cpSync(NGINX_DIR, dir, { recursive: true })
   mkdirSync(join(dir, 'tls'))
   await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
-  const { stderr } = await promisify(execFile)(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
+  const { stderr } = await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
   t.match(stderr, /test is successful/)
 })
 
