@@ -15,7 +15,7 @@ import t, { type Test } from 'tap'
 import { loadContract } from '../../service/contract.js'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
-import { exchange } from '../helpers/raw-http.js'
+import { exchange, requestHead } from '../helpers/raw-http.js'
 
 const contract = loadContract()
 const createPlant = contract.paths['/plants']!.post!
@@ -128,13 +128,13 @@ const provokers: Record<
   'RequestTimeout/timeout': {
     answer: async (t) => {
       const { url } = await listen(t, { headersTimeoutMs: 300 })
-      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`)
+      return exchange({ url }, requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }))
     },
   },
   'RequestHeaderFieldsTooLarge/tooLarge': {
     answer: async (t) => {
       const { url } = await listen(t)
-      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(17_000)}\r\nContent-Length: 2\r\n\r\n{}`)
+      return exchange({ url }, `${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`)
     },
   },
   'InternalServerError/internal': {
@@ -154,7 +154,7 @@ const provokers: Record<
   'BadRequest/unknownMethod': {
     answer: async (t) => {
       const { url } = await listen(t)
-      return exchange({ url }, `BREW /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+      return exchange({ url }, `${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`)
     },
   },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },

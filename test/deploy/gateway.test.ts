@@ -23,8 +23,8 @@ import { Agent, request } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
 import { contractViolations } from '../helpers/contract.js'
-import { exchange, type RawResponse } from '../helpers/raw-http.js'
-import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
+import { exchange, type RawResponse, requestHead } from '../helpers/raw-http.js'
+import { answeredBy, authorized, bodyOf, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, startGateway } from '../helpers/nginx.js'
 import { imageUnderTest, podman } from '../helpers/podman.js'
 import { bridgeGateway, logLines, randomToken, type Replica, requestLine, SERVICE_PORT, startReplicas } from '../helpers/replicas.js'
@@ -201,7 +201,7 @@ t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the 
   t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
 
   const tooLarge = bodyOf(bodyLimit + 1, 201)
-  const chunked = `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
+  const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
   for (const [what, raw] of [
     ['with a token', post(tooLarge, AUTHORIZED)],
     ['without a token', post(tooLarge, { 'Content-Type': 'application/json' })],
