@@ -29,6 +29,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
 import { run } from '../helpers/command.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { imageUnderTest, podman, waitUntil } from '../helpers/podman.js'
 
 // A cold build of the image takes minutes on 2 cores; compose itself under a minute.
@@ -162,16 +163,14 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
     t.comment(`${replica.service}: restarted ${await podman(['inspect', '--format', '{{.RestartCount}}', replica.name])} times before healthy; stop timeout ${await podman(['inspect', '--format', '{{.Config.StopTimeout}}', replica.name])} s`)
   }
 
-  const post = async (url: string, body: string): Promise<{ status: number; body: string }> => {
-    const response = await fetch(`${url}/plants`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
-    return { status: response.status, body: await response.text() }
-  }
-  const plants = replicas.map((replica, index) => ({ replica, body: JSON.stringify({ id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' }) }))
-  const created = await Promise.all(plants.map(({ replica, body }) => post(replica.url, body)))
-  for (const [index, { replica }] of plants.entries()) t.equal(created[index]!.status, 200, `${replica.service} creates a plant: ${created[index]!.body}`)
-  for (const [index, { replica, body }] of plants.entries()) {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const plants = replicas.map((replica, index) => ({ replica, plant: { id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' } }))
+  const created = await Promise.all(plants.map(({ replica, plant }) => postPlant(replica.url, plant, { headers })))
+  for (const [index, { replica }] of plants.entries()) t.equal(created[index]!.statusCode, 200, `${replica.service} creates a plant: ${created[index]!.body}`)
+  for (const [index, { replica, plant }] of plants.entries()) {
     const other = replicas[(index + 1) % replicas.length]!
-    t.same(await post(other.url, body), created[index], `the plant created on ${replica.service} replays on ${other.service}: 200, the same body (one database)`)
+    const replay = await postPlant(other.url, plant, { headers })
+    t.same([replay.statusCode, replay.body], [created[index]!.statusCode, created[index]!.body], `the plant created on ${replica.service} replays on ${other.service}: 200, the same body (one database)`)
   }
   t.notMatch(await podman(['logs', replicas[0]!.name]), token, 'the token is never logged')
 

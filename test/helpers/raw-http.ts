@@ -2,7 +2,8 @@
  * Raw HTTP/1.1 over a real socket, for requests no HTTP client would send
  * (malformed request lines, bad headers, broken chunked bodies, partial requests):
  * writes the bytes as given and reads the one response the server sends back. The
- * requests are built from {@link requestHead} on.
+ * requests are built from {@link requestHead} on. A well-formed `POST /plants` is
+ * sent with `postPlant` (`post-plant.ts`).
  *
  * @module
  */

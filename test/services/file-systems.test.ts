@@ -13,10 +13,11 @@ import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.js'
 import { PROBE_FILE, SQLITE_FILE } from '../../service/store/sqlite.js'
-import { JSON_HEADERS, logSink, testConfig, TOKEN } from '../helpers/app.js'
+import { logSink, testConfig, TOKEN } from '../helpers/app.js'
 import { run } from '../helpers/command.js'
 import { contractViolations } from '../helpers/contract.js'
 import { requires } from '../helpers/needs.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { runToExit } from '../helpers/process.js'
 
 /** nobody:nogroup on Debian. */
@@ -55,7 +56,7 @@ t.test('a disk that fills up under load: 503 with Retry-After, never 500; every 
   writeFileSync(ballast, Buffer.alloc(bavail * bsize - 1024 * 1024))
 
   const name = (id: number) => `plant ${id} ${'x'.repeat(1000)}`
-  const create = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: name(id) } })
+  const create = (id: number) => postPlant(app, { id, name: name(id) })
   // 20 clients send new plants until the disk has refused 100 of them.
   const answered: { id: number; status: number }[] = []
   const problems = new Set<string>()
@@ -125,7 +126,7 @@ t.test('readiness probes the disk only after a write failed for it: a healthy st
   const { bavail, bsize } = statfsSync(dataDir)
   writeFileSync(join(dataDir, 'ballast'), Buffer.alloc(bavail * bsize - 64 * 1024))
   t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200, 'no write has failed yet: ready on a nearly full disk')
-  const create = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: 'x'.repeat(4000) } })
+  const create = (id: number) => postPlant(app, { id, name: 'x'.repeat(4000) })
   let id = 1
   while (id < 1000 && (await create(id)).statusCode === 200) id++
   t.ok(id > 1 && id < 1000, `${id - 1} created, then the disk was full`)
