@@ -5,57 +5,54 @@
  */
 import { once } from 'node:events'
 import { connect, type Socket } from 'node:net'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { loggerOptions } from '../../service/logging.js'
 import { build, JSON_HEADERS, listen, logSink, TOKEN } from '../helpers/app.js'
 import { assertErrorBody, contractViolations } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { exchange } from '../helpers/raw-http.js'
 
 const WRONG = 'wrong-token-0123456789abcdefghijklmnop'
 
-/** A create from `address` (the socket's) with a wrong token, and `forwardedFor` when given. */
-const failure = (address: string, forwardedFor?: string) => ({
-  method: 'POST' as const,
-  url: '/plants',
-  remoteAddress: address,
-  headers: { 'content-type': 'application/json', authorization: `Bearer ${WRONG}`, ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }) },
-  payload: { id: 1, name: 'Ficus' },
-})
+/** A create on `app` from `address` (the socket's) with a wrong token, and `forwardedFor` when given. */
+const failure = (app: FastifyInstance, address: string, forwardedFor?: string) =>
+  postPlant(app, { id: 1, name: 'Ficus' }, { from: address, headers: { 'content-type': 'application/json', authorization: `Bearer ${WRONG}`, 'x-forwarded-for': forwardedFor } })
 
 t.test('IPv6 clients share a failure budget per /56 network, not per /64', async (t) => {
   const app = await build(t, { authFailureLimitMax: 1 })
-  t.equal((await app.inject(failure('2001:db8:0:1::1'))).statusCode, 401)
-  t.equal((await app.inject(failure('2001:db8:0:2::1'))).statusCode, 429, 'another /64 of the same /56 shares the budget')
-  t.equal((await app.inject(failure('2001:db8:0:ff:ffff::1'))).statusCode, 429, 'the last /64 of that /56 too')
-  t.equal((await app.inject(failure('2001:db8:0:100::1'))).statusCode, 401, 'the next /56 has its own')
+  t.equal((await failure(app, '2001:db8:0:1::1')).statusCode, 401)
+  t.equal((await failure(app, '2001:db8:0:2::1')).statusCode, 429, 'another /64 of the same /56 shares the budget')
+  t.equal((await failure(app, '2001:db8:0:ff:ffff::1')).statusCode, 429, 'the last /64 of that /56 too')
+  t.equal((await failure(app, '2001:db8:0:100::1')).statusCode, 401, 'the next /56 has its own')
 })
 
 t.test('a flood of new addresses does not reset the count of a known offender', async (t) => {
   const app = await build(t, { authFailureLimitMax: 3 })
   const attacker = '198.51.100.66'
-  t.equal((await app.inject(failure(attacker))).statusCode, 401)
-  t.equal((await app.inject(failure(attacker))).statusCode, 401)
+  t.equal((await failure(app, attacker)).statusCode, 401)
+  t.equal((await failure(app, attacker)).statusCode, 401)
   // More new addresses than the store keeps of them (5,000), one failure each.
   for (let batch = 0; batch < 60; batch++) {
-    const flood = Array.from({ length: 100 }, (_, i) => app.inject(failure(`10.${batch}.${i >> 8}.${i & 255}`)))
+    const flood = Array.from({ length: 100 }, (_, i) => failure(app, `10.${batch}.${i >> 8}.${i & 255}`))
     for (const response of await Promise.all(flood)) if (response.statusCode !== 401) t.fail(`a flood request got ${response.statusCode}`)
   }
-  t.equal((await app.inject(failure(attacker))).statusCode, 401, 'the third failure is still counted as the third')
-  t.equal((await app.inject(failure(attacker))).statusCode, 429, 'and the fourth is past the budget')
+  t.equal((await failure(app, attacker)).statusCode, 401, 'the third failure is still counted as the third')
+  t.equal((await failure(app, attacker)).statusCode, 429, 'and the fourth is past the budget')
 })
 
 t.test('behind a trusted gateway, a forwarded address that is not an IP address counts as the gateway', async (t) => {
   const gateway = '10.0.0.2'
   const { stream, lines } = logSink()
   const app = await build(t, { authFailureLimitMax: 1, trustProxy: true }, { ...loggerOptions('info', false), stream })
-  t.equal((await app.inject(failure(gateway, '198.51.100.001'))).statusCode, 401)
+  t.equal((await failure(app, gateway, '198.51.100.001')).statusCode, 401)
   for (const forged of ['0xc6.51.100.1', '3325256705', '198.51.100.1:1234', 'not-an-ip', `203.0.113.1${'x'.repeat(7000)}`]) {
-    t.equal((await app.inject(failure(gateway, forged))).statusCode, 429, `${forged.slice(0, 20)}: the gateway's budget, already spent`)
+    t.equal((await failure(app, gateway, forged)).statusCode, 429, `${forged.slice(0, 20)}: the gateway's budget, already spent`)
   }
   const addresses = new Set(lines.flatMap((line) => ((line.req as { remoteAddress?: string } | undefined)?.remoteAddress ?? [])))
   t.strictSame([...addresses], [gateway], 'and it is logged as the gateway, never as given')
-  t.equal((await app.inject(failure(gateway, '::ffff:198.51.100.9'))).statusCode, 401, 'a valid forwarded address has its own budget')
-  t.equal((await app.inject(failure(gateway, '198.51.100.9'))).statusCode, 429, 'the same address in another spelling shares it')
+  t.equal((await failure(app, gateway, '::ffff:198.51.100.9')).statusCode, 401, 'a valid forwarded address has its own budget')
+  t.equal((await failure(app, gateway, '198.51.100.9')).statusCode, 429, 'the same address in another spelling shares it')
 })
 
 t.test('a bearer token in the query string is 400 invalid_request, and the logs never hold it (RFC 6750 §2.3)', async (t) => {

@@ -16,7 +16,7 @@ import { PlantService } from '../../service/plant-service.js'
 import { type PlantRecord, PlantRepository } from '../../service/store/plant-repository.js'
 import { fixtureContract } from '../fixtures/plant-contract.js'
 import { freshStore, testConfig } from '../helpers/app.js'
-import { postPlant } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 /** The repository's new method. */
 class ReadingRepository extends PlantRepository {
@@ -46,7 +46,7 @@ async function fixtureApp(t: Test): Promise<FastifyInstance> {
 
 t.test('getPlant answers the plant a POST stored, by its exact int64 id', async (t) => {
   const app = await fixtureApp(t)
-  const created = await postPlant(t, app, '{"id":9007199254740993,"name":"Pilea","tag":"indoor"}')
+  const created = await postPlant(app, { id: 9007199254740993n, name: 'Pilea', tag: 'indoor' }, { t })
   t.equal(created.statusCode, 200)
   const found = await app.inject({ url: '/plants/9007199254740993' })
   t.equal(found.statusCode, 200)

@@ -5,11 +5,11 @@
  * in the same rounds, never with a fixed number of milliseconds.
  */
 import { performance } from 'node:perf_hooks'
-import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { MAX_NUMBER_LENGTH } from '../../service/json-body.js'
-import { build, JSON_HEADERS } from '../helpers/app.js'
-import { assertErrorBody, postPlant } from '../helpers/contract.js'
+import { build } from '../helpers/app.js'
+import { assertErrorBody } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 /** Characters of each adversarial literal: 64 KiB. */
 const SIZE = 64 * 1024
@@ -36,8 +36,6 @@ const ADVERSARIAL: Record<string, string> = {
 const ORDINARY = idBody(`"${'x'.repeat(SIZE)}"`)
 
 let nextId = 1
-const createRequest = (app: FastifyInstance) =>
-  app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: nextId++, name: 'Ficus' } })
 
 /** Milliseconds until `request` is answered. */
 async function timed(request: () => Promise<unknown>): Promise<number> {
@@ -50,19 +48,18 @@ const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floo
 
 t.test('an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not delayed', async (t) => {
   const app = await build(t, { bodyLimit: 4 * SIZE })
-  const post = (payload: string) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload })
 
-  for (const payload of Object.values(ADVERSARIAL)) assertErrorBody(t, await postPlant(t, app, payload), 400)
-  t.match((await post(ADVERSARIAL['a long fraction']!)).json(), { message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
-  t.equal((await post(ORDINARY)).statusCode, 400, 'the baseline is a 400 too')
+  for (const payload of Object.values(ADVERSARIAL)) assertErrorBody(t, await postPlant(app, payload, { t }), 400)
+  t.match((await postPlant(app, ADVERSARIAL['a long fraction']!)).json(), { message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
+  t.equal((await postPlant(app, ORDINARY)).statusCode, 400, 'the baseline is a 400 too')
 
   const alone: Record<string, number[]> = { ordinary: [] }
   const beside: Record<string, number[]> = { ordinary: [] }
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, payload] of [['ordinary', ORDINARY], ...Object.entries(ADVERSARIAL)]) {
-      ;(alone[name!] ??= []).push(await timed(() => post(payload!)))
+      ;(alone[name!] ??= []).push(await timed(() => postPlant(app, payload!)))
       // The create is sent right after the request under test; both share the event loop.
-      const [, createMs] = await Promise.all([post(payload!), timed(() => createRequest(app))])
+      const [, createMs] = await Promise.all([postPlant(app, payload!), timed(() => postPlant(app, { id: nextId++, name: 'Ficus' }))])
       ;(beside[name!] ??= []).push(createMs)
     }
   }

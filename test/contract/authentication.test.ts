@@ -8,7 +8,7 @@
  */
 import t from 'tap'
 import { build, JSON_HEADERS, OTHER_TOKEN, TOKEN } from '../helpers/app.js'
-import { postPlant, type RequestHeaders } from '../helpers/contract.js'
+import { postPlant, type RequestHeaders } from '../helpers/post-plant.js'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const INVALID_TOKEN_CHALLENGE = 'Bearer realm="plant-store", error="invalid_token"'
@@ -20,7 +20,7 @@ const sentWith = (authorization: string | undefined, headers: RequestHeaders = {
 
 t.test('a request without Authorization is 401 with the bearer challenge and no error code (RFC 6750 §3.1)', async (t) => {
   const app = await build(t)
-  const response = await postPlant(t, app, PLANT, sentWith(undefined))
+  const response = await postPlant(app, PLANT, { t, headers: sentWith(undefined) })
   t.equal(response.statusCode, 401)
   t.equal(response.headers['www-authenticate'], CHALLENGE)
   t.match(response.json(), { error: 401, message: String })
@@ -29,7 +29,7 @@ t.test('a request without Authorization is 401 with the bearer challenge and no 
 t.test('a wrong token is 401 with error="invalid_token" (RFC 6750 §3.1)', async (t) => {
   const app = await build(t)
   for (const token of [WRONG_TOKEN, TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
-    const response = await postPlant(t, app, PLANT, sentWith(`Bearer ${token}`))
+    const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
     t.equal(response.statusCode, 401, token)
     t.equal(response.headers['www-authenticate'], INVALID_TOKEN_CHALLENGE)
   }
@@ -37,7 +37,7 @@ t.test('a wrong token is 401 with error="invalid_token" (RFC 6750 §3.1)', async
 
 t.test('a 401 never echoes the token sent', async (t) => {
   const app = await build(t)
-  const response = await postPlant(t, app, PLANT, sentWith(`Bearer ${WRONG_TOKEN}`))
+  const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${WRONG_TOKEN}`) })
   t.equal(response.statusCode, 401)
   t.notMatch(response.body, WRONG_TOKEN)
   t.notMatch(JSON.stringify(response.headers), WRONG_TOKEN)
@@ -46,7 +46,7 @@ t.test('a 401 never echoes the token sent', async (t) => {
 for (const authorization of ['Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Bearer']) {
   t.test(`a request without a bearer token (${authorization.split(' ')[0]}) is 401 with the bearer challenge`, async (t) => {
     const app = await build(t)
-    const response = await postPlant(t, app, PLANT, sentWith(authorization))
+    const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })
     t.equal(response.statusCode, 401)
     t.equal(response.headers['www-authenticate'], CHALLENGE)
   })
@@ -55,7 +55,7 @@ for (const authorization of ['Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Be
 t.test('the scheme name is case-insensitive (RFC 9110 §11.1): bearer and BEARER are accepted', async (t) => {
   const app = await build(t)
   for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
-    const response = await postPlant(t, app, PLANT, sentWith(`${scheme} ${TOKEN}`))
+    const response = await postPlant(app, PLANT, { t, headers: sentWith(`${scheme} ${TOKEN}`) })
     t.equal(response.statusCode, 200, scheme)
   }
 })
@@ -63,7 +63,7 @@ t.test('the scheme name is case-insensitive (RFC 9110 §11.1): bearer and BEARER
 t.test('every configured token is accepted (rotation)', async (t) => {
   const app = await build(t)
   for (const token of [TOKEN, OTHER_TOKEN]) {
-    const response = await postPlant(t, app, PLANT, sentWith(`Bearer ${token}`))
+    const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
     t.equal(response.statusCode, 200)
     t.strictSame(response.json(), { name: 'Fern' })
   }
@@ -71,8 +71,8 @@ t.test('every configured token is accepted (rotation)', async (t) => {
 
 t.test('a token that is no longer configured is refused', async (t) => {
   const app = await build(t, { tokens: [OTHER_TOKEN] })
-  t.equal((await postPlant(t, app, PLANT, sentWith(`Bearer ${TOKEN}`))).statusCode, 401)
-  t.equal((await postPlant(t, app, PLANT, sentWith(`Bearer ${OTHER_TOKEN}`))).statusCode, 200)
+  t.equal((await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${TOKEN}`) })).statusCode, 401)
+  t.equal((await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${OTHER_TOKEN}`) })).statusCode, 200)
 })
 
 for (const [what, headers, payload] of [
@@ -85,7 +85,7 @@ for (const [what, headers, payload] of [
   t.test(`authentication comes before the body: an unauthenticated request with ${what} is 401`, async (t) => {
     const app = await build(t, { bodyLimit: 1024 })
     for (const authorization of [undefined, `Bearer ${WRONG_TOKEN}`]) {
-      const response = await postPlant(t, app, payload, sentWith(authorization, headers))
+      const response = await postPlant(app, payload, { t, headers: sentWith(authorization, headers) })
       t.equal(response.statusCode, 401, authorization ?? 'no Authorization')
       t.match(response.headers['www-authenticate'], /^Bearer realm="plant-store"/)
     }

@@ -13,8 +13,10 @@ import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { loadContract } from '../../service/contract.js'
-import { build, closedPort, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
-import { exchange } from '../helpers/raw-http.js'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
+import { postPlant } from '../helpers/post-plant.js'
+import { exchange, requestHead } from '../helpers/raw-http.js'
 
 const contract = loadContract()
 const createPlant = contract.paths['/plants']!.post!
@@ -44,8 +46,6 @@ for (const [status, response] of Object.entries(createPlant.responses)) {
 /** The request examples of `createPlant`. */
 const requestExamples = examplesOf((createPlant.requestBody as OpenAPIV3.RequestBodyObject).content) as Record<string, { id: number; name: string; tag?: string }>
 const withTag = requestExamples.withTag!
-
-const post = (payload: unknown, headers: Record<string, string> = JSON_HEADERS) => ({ method: 'POST' as const, url: '/plants', headers, payload: payload as string })
 
 /** The body the example gateway returns for `status`, from its configuration. */
 function gatewayAnswer(status: number): Answer {
@@ -83,35 +83,35 @@ const provokers: Record<
   { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }
 > = {
   '200/created': {
-    answer: async (t) => (await build(t)).inject(post(withTag)),
+    answer: async (t) => postPlant(await build(t), withTag),
   },
   'BadRequest/wrongType': {
-    answer: async (t) => (await build(t)).inject(post({ ...withTag, name: 5 })),
+    answer: async (t) => postPlant(await build(t), { ...withTag, name: 5 }),
   },
   'BadRequest/outOfRange': {
-    answer: async (t) => (await build(t)).inject(post('{"id":9223372036854775808,"name":"Monstera deliciosa"}')),
+    answer: async (t) => postPlant(await build(t), '{"id":9223372036854775808,"name":"Monstera deliciosa"}'),
   },
   'Unauthorized/missing': {
-    answer: async (t) => (await build(t)).inject(post(withTag, { 'content-type': 'application/json' })),
+    answer: async (t) => postPlant(await build(t), withTag, { headers: { 'content-type': 'application/json' } }),
   },
   'Conflict/conflict': {
     answer: async (t) => {
       const app = await build(t)
-      t.equal((await app.inject(post(withTag))).statusCode, 200, 'the request example is stored')
-      return app.inject(post({ ...withTag, name: 'Ficus lyrata' }))
+      t.equal((await postPlant(app, withTag)).statusCode, 200, 'the request example is stored')
+      return postPlant(app, { ...withTag, name: 'Ficus lyrata' })
     },
   },
   'ContentTooLarge/tooLarge': {
-    answer: async (t) => (await build(t, { bodyLimit: 256 })).inject(post({ ...withTag, name: 'x'.repeat(300) })),
+    answer: async (t) => postPlant(await build(t, { bodyLimit: 256 }), { ...withTag, name: 'x'.repeat(300) }),
   },
   'UnsupportedMediaType/unsupported': {
-    answer: async (t) => (await build(t)).inject(post(JSON.stringify(withTag), { ...JSON_HEADERS, 'content-type': 'text/plain' })),
+    answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }),
   },
   'TooManyRequests/rateLimited': {
     answer: async (t, example) => {
       const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
-      t.equal((await app.inject(post(withTag))).statusCode, 200, 'the budget: one request')
-      return app.inject(post(withTag))
+      t.equal((await postPlant(app, withTag)).statusCode, 200, 'the budget: one request')
+      return postPlant(app, withTag)
     },
     expected: withRetryAfter,
   },
@@ -119,21 +119,21 @@ const provokers: Record<
     answer: async (t, example) => {
       const app = await build(t, { authFailureLimitMax: 1, authFailureLimitWindowMs: waitOf(example) })
       const wrong = { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' }
-      t.equal((await app.inject(post(withTag, wrong))).statusCode, 401, 'the budget: one failure')
-      return app.inject(post(withTag, wrong))
+      t.equal((await postPlant(app, withTag, { headers: wrong })).statusCode, 401, 'the budget: one failure')
+      return postPlant(app, withTag, { headers: wrong })
     },
     expected: withRetryAfter,
   },
   'RequestTimeout/timeout': {
     answer: async (t) => {
       const { url } = await listen(t, { headersTimeoutMs: 300 })
-      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n`)
+      return exchange({ url }, requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }))
     },
   },
   'RequestHeaderFieldsTooLarge/tooLarge': {
     answer: async (t) => {
       const { url } = await listen(t)
-      return exchange({ url }, `POST /plants HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(17_000)}\r\nContent-Length: 2\r\n\r\n{}`)
+      return exchange({ url }, `${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`)
     },
   },
   'InternalServerError/internal': {
@@ -141,19 +141,19 @@ const provokers: Record<
       const store = await freshStore(t)
       const app = await build(t, store)
       await dropPlantTable(store)
-      return app.inject(post(withTag))
+      return postPlant(app, withTag)
     },
   },
   'ServiceUnavailable/storeDown': {
     answer: async (t) => {
-      const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
-      return (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
+      const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
+      return postPlant(await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 }), withTag)
     },
   },
   'BadRequest/unknownMethod': {
     answer: async (t) => {
       const { url } = await listen(t)
-      return exchange({ url }, `BREW /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\n\r\n`)
+      return exchange({ url }, `${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`)
     },
   },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
@@ -184,7 +184,7 @@ t.test('each request example of createPlant is stored and answered 200 with its 
   for (const [name, { id, ...plant }] of Object.entries(requestExamples)) {
     const app = await build(t)
     // Raw JSON text: ids beyond 2^53 are exact only there.
-    const response = await app.inject(post(`{"id":${BigInt(id).toString()},${JSON.stringify(plant).slice(1)}`))
+    const response = await postPlant(app, `{"id":${BigInt(id).toString()},${JSON.stringify(plant).slice(1)}`)
     t.equal(response.statusCode, 200, name)
     t.strictSame(response.json(), plant, name)
   }
@@ -192,13 +192,13 @@ t.test('each request example of createPlant is stored and answered 200 with its 
 
 t.test('the header examples are what the service sends', async (t) => {
   const app = await build(t)
-  const wrongToken = await app.inject(post(withTag, { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' }))
+  const wrongToken = await postPlant(app, withTag, { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } })
   const challenge = contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject
   const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as { examples: string[] }
   t.strictSame(challengeSchema.examples, [wrongToken.headers['www-authenticate']], 'WWW-Authenticate for a token that is not valid')
 
-  const unreachable = `postgres://postgres@127.0.0.1:${await closedPort()}/test`
-  const storeDown = await (await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })).inject(post(withTag))
+  const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
+  const storeDown = await postPlant(await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 }), withTag)
   const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as { examples: number[] }
   t.strictSame(retryAfter.examples, [Number(storeDown.headers['retry-after'])], 'Retry-After of a 503')
 })

@@ -9,7 +9,8 @@
 import { METHODS } from 'node:http'
 import t from 'tap'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
-import { assertErrorBody, postPlant } from '../helpers/contract.js'
+import { assertErrorBody } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { exchange } from '../helpers/raw-http.js'
 
 t.test('an unknown route is 404 with the Error body', async (t) => {
@@ -60,9 +61,9 @@ t.test('a method no HTTP specification defines is 400 with the Error body, not a
 t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t) => {
   const store = await freshStore(t)
   const app = await build(t, store)
-  t.equal((await postPlant(t, app, '{"id":1,"name":"Fern"}')).statusCode, 200)
+  t.equal((await postPlant(app, '{"id":1,"name":"Fern"}', { t })).statusCode, 200)
   await dropPlantTable(store)
-  const response = await postPlant(t, app, '{"id":2,"name":"Fern"}')
+  const response = await postPlant(app, '{"id":2,"name":"Fern"}', { t })
   t.equal(response.statusCode, 500)
   t.strictSame(response.json(), { error: 500, message: 'Internal Server Error' })
   t.notMatch(response.body, /plant|insert|select|sqlite|relation|at \w+ \(/i)
@@ -71,7 +72,7 @@ t.test('a store failure is 500 with a fixed message: no stack, no SQL', async (t
 t.test('error always equals the status', async (t) => {
   const store = await freshStore(t)
   const app = await build(t, { ...store, bodyLimit: 1024 })
-  t.equal((await postPlant(t, app, '{"id":1,"name":"Fern"}')).statusCode, 200)
+  t.equal((await postPlant(app, '{"id":1,"name":"Fern"}', { t })).statusCode, 200)
   const cases: Array<[number, Record<string, string>, string]> = [
     [400, JSON_HEADERS, '{"id":"1","name":"Fern"}'],
     [400, JSON_HEADERS, '{'],
@@ -81,7 +82,7 @@ t.test('error always equals the status', async (t) => {
     [415, { ...JSON_HEADERS, 'content-type': 'text/plain' }, '{"id":1,"name":"Fern"}'],
   ]
   for (const [status, headers, payload] of cases) {
-    const response = await postPlant(t, app, payload, headers)
+    const response = await postPlant(app, payload, { t, headers })
     assertErrorBody(t, response, status)
   }
 })

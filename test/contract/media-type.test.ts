@@ -10,12 +10,12 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.js'
 import { build, JSON_HEADERS } from '../helpers/app.js'
-import { postPlant } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 const PLANT = '{"id":1,"name":"Fern","tag":"shade"}'
 
 /** POSTs `payload` with `contentType` (none when undefined), checked against the contract. */
-const send = (t: Test, app: FastifyInstance, contentType: string | undefined, payload?: string) => postPlant(t, app, payload, { ...JSON_HEADERS, 'content-type': contentType })
+const send = (t: Test, app: FastifyInstance, contentType: string | undefined, payload?: string) => postPlant(app, payload, { t, headers: { ...JSON_HEADERS, 'content-type': contentType } })
 
 for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1']) {
   t.test(`${contentType} is accepted`, async (t) => {

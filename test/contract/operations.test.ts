@@ -4,6 +4,7 @@
  */
 import t from 'tap'
 import { build, JSON_HEADERS, logSink } from '../helpers/app.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 t.test('liveness and readiness answer 200 with no token, and are not in the public document', async (t) => {
   const app = await build(t)
@@ -22,17 +23,16 @@ t.test('draining: readiness is 503 with the Error body and Retry-After; requests
   t.equal(ready.statusCode, 503)
   t.equal(ready.headers['retry-after'], '1')
   t.same(ready.json(), { error: 503, message: 'The service is shutting down' })
-  const created = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name: 'Ficus' } })
+  const created = await postPlant(app, { id: 1, name: 'Ficus' })
   t.equal(created.statusCode, 200)
   t.equal(created.headers.connection, 'close')
 })
 
 t.test('metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data', async (t) => {
   const app = await build(t)
-  const send = (name: string) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name } })
-  await send('Secret Orchid')
-  await send('Secret Orchid')
-  await send('Other Orchid')
+  await postPlant(app, { id: 1, name: 'Secret Orchid' })
+  await postPlant(app, { id: 1, name: 'Secret Orchid' })
+  await postPlant(app, { id: 1, name: 'Other Orchid' })
   await app.inject({ url: '/nowhere' })
   const metrics = await app.inject({ url: '/metrics' })
   t.equal(metrics.statusCode, 200)
@@ -54,7 +54,7 @@ t.test('metrics: request count and latency by route and status, outcomes, store 
 t.test('request id: a well-formed X-Request-Id is kept, returned, and on every log line of its request', async (t) => {
   const { stream, lines } = logSink()
   const app = await build(t, {}, { level: 'info', stream })
-  const response = await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' }, payload: { id: 1, name: 5 } })
+  const response = await postPlant(app, { id: 1, name: 5 }, { headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' } })
   t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
   const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
   t.same(

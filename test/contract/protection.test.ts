@@ -9,54 +9,50 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
-import { build, freshStore, JSON_HEADERS, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
+import { build, freshStore, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
 import { contractViolations } from '../helpers/contract.js'
+import { postPlant, type PostOptions } from '../helpers/post-plant.js'
 
-const create = (token: string, id: number) => ({
-  method: 'POST' as const,
-  url: '/plants',
-  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-  payload: { id, name: 'Ficus' },
-})
+/** Headers of a JSON request with `token`. */
+const bearer = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
+
+/** Creates plant `id` with `token`. */
+const create = (app: FastifyInstance, token: string, id: number) => postPlant(app, { id, name: 'Ficus' }, { headers: bearer(token) })
 
 t.test('each token has its own budget; past it, 429 with Retry-After and the Error body', async (t) => {
   const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
-  const first = await app.inject(create(TOKEN, 1))
+  const first = await create(app, TOKEN, 1)
   t.equal(first.statusCode, 200)
   t.equal(first.headers['x-ratelimit-remaining'], undefined, 'no budget headers on success')
-  t.equal((await app.inject(create(TOKEN, 2))).statusCode, 200)
-  const limited = await app.inject(create(TOKEN, 3))
+  t.equal((await create(app, TOKEN, 2)).statusCode, 200)
+  const limited = await create(app, TOKEN, 3)
   t.equal(limited.statusCode, 429)
   t.match(limited.headers['retry-after'], /^\d+$/)
   t.equal(limited.headers['x-ratelimit-limit'], '2')
   t.same(contractViolations(limited), [])
   t.equal(limited.json().error, 429)
-  t.equal((await app.inject(create(OTHER_TOKEN, 3))).statusCode, 200, 'another token is not limited')
-  const unauthenticated = await app.inject({ ...create('not-a-valid-token-at-all', 4) })
+  t.equal((await create(app, OTHER_TOKEN, 3)).statusCode, 200, 'another token is not limited')
+  const unauthenticated = await create(app, 'not-a-valid-token-at-all', 4)
   t.equal(unauthenticated.statusCode, 401, 'authentication comes first')
 })
 
 /** A request of `address` (the socket's, or the gateway's with `forwardedFor`) with `token` (none when undefined). */
-function from(address: string, token: string | undefined, forwardedFor?: string) {
+function from(address: string, token: string | undefined, forwardedFor?: string): PostOptions {
   return {
-    method: 'POST' as const,
-    url: '/plants',
-    remoteAddress: address,
-    headers: {
-      'content-type': 'application/json',
-      ...(token === undefined ? {} : { authorization: `Bearer ${token}` }),
-      ...(forwardedFor === undefined ? {} : { 'x-forwarded-for': forwardedFor }),
-    },
-    payload: { id: randomInt(1, 2 ** 40), name: 'Ficus' },
+    from: address,
+    headers: { 'content-type': 'application/json', authorization: token === undefined ? undefined : `Bearer ${token}`, 'x-forwarded-for': forwardedFor },
   }
 }
+
+/** Creates a plant of a new id, sent as `request` says. */
+const send = (app: FastifyInstance, request: PostOptions) => postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, request)
 
 const WRONG = 'wrong-token-0123456789abcdef'
 
 /** Statuses of the requests, sent one after the other. */
-async function statuses(app: FastifyInstance, requests: ReturnType<typeof from>[]): Promise<number[]> {
+async function statuses(app: FastifyInstance, requests: PostOptions[]): Promise<number[]> {
   const answered = []
-  for (const request of requests) answered.push((await app.inject(request)).statusCode)
+  for (const request of requests) answered.push((await send(app, request)).statusCode)
   return answered
 }
 
@@ -64,14 +60,14 @@ t.test('failed authentications per address: past the budget 429 with Retry-After
   const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000 })
   const guesses = await statuses(app, [from('198.51.100.7', WRONG), from('198.51.100.7', undefined), from('198.51.100.7', 'x')])
   t.same(guesses, [401, 401, 401], 'wrong, missing and malformed tokens are answered 401 within the budget')
-  const limited = await app.inject(from('198.51.100.7', WRONG))
+  const limited = await send(app, from('198.51.100.7', WRONG))
   t.equal(limited.statusCode, 429)
   t.same(contractViolations(limited), [])
   t.match(limited.json(), { error: 429, message: /^Too many failed authentications from this address; retry in \d+ seconds$/ })
   const retryAfter = Number(limited.headers['retry-after'])
   t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} s, within the window`)
   t.equal(limited.headers['www-authenticate'], undefined, 'no challenge: the answer is "wait", not "authenticate"')
-  t.equal((await app.inject(from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
+  t.equal((await send(app, from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
 })
 
 t.test('a valid token is never refused by the failure limit, even from an address past it; only by its own per-token limit', async (t) => {
@@ -82,9 +78,9 @@ t.test('a valid token is never refused by the failure limit, even from an addres
     [200, 429, 200, 200, 429],
     'the right token is served between the failures, until its own budget of 3 is spent',
   )
-  const tokenLimited = await app.inject(from('192.0.2.1', TOKEN))
+  const tokenLimited = await send(app, from('192.0.2.1', TOKEN))
   t.match(tokenLimited.json(), { error: 429, message: /^Rate limit exceeded/ }, 'that 429 is the per-token limit')
-  t.equal((await app.inject(from('192.0.2.1', OTHER_TOKEN))).statusCode, 200, 'and another token from the same address is served')
+  t.equal((await send(app, from('192.0.2.1', OTHER_TOKEN))).statusCode, 200, 'and another token from the same address is served')
 })
 
 t.test('behind a trusted gateway the client address it forwards is the key; untrusted, every client is the gateway', async (t) => {
@@ -95,14 +91,14 @@ t.test('behind a trusted gateway the client address it forwards is the key; untr
     [401, 429, 401],
     'clients behind one gateway: each has its own budget',
   )
-  t.equal((await trusting.inject(from(gateway, TOKEN, '203.0.113.1'))).statusCode, 200, 'the locked-out client address with the right token is served')
+  t.equal((await send(trusting, from(gateway, TOKEN, '203.0.113.1'))).statusCode, 200, 'the locked-out client address with the right token is served')
   const untrusting = await build(t, { authFailureLimitMax: 1 })
   t.same(
     await statuses(untrusting, [from(gateway, WRONG, '203.0.113.1'), from(gateway, WRONG, '203.0.113.2')]),
     [401, 429],
     'without TRUST_PROXY, X-Forwarded-For is not believed: one budget for the gateway',
   )
-  t.equal((await untrusting.inject(from(gateway, TOKEN, '203.0.113.3'))).statusCode, 200, 'a client with the right token behind it is still served')
+  t.equal((await send(untrusting, from(gateway, TOKEN, '203.0.113.3'))).statusCode, 200, 'a client with the right token behind it is still served')
 })
 
 t.test('the failure limit off (AUTH_FAILURE_LIMIT_MAX=0): failures stay 401', async (t) => {
@@ -112,8 +108,8 @@ t.test('the failure limit off (AUTH_FAILURE_LIMIT_MAX=0): failures stay 401', as
 
 t.test('Redis unreachable: requests are served (fail open), not refused', async (t) => {
   const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: 60000, authFailureLimitMax: 1, rateLimitRedisUrl: 'redis://127.0.0.1:1' })
-  t.equal((await app.inject(create(TOKEN, 1))).statusCode, 200)
-  t.equal((await app.inject(create(TOKEN, 2))).statusCode, 200, 'no budget is counted')
+  t.equal((await create(app, TOKEN, 1)).statusCode, 200)
+  t.equal((await create(app, TOKEN, 2)).statusCode, 200, 'no budget is counted')
   t.same(await statuses(app, [from('192.0.2.3', WRONG), from('192.0.2.3', WRONG)]), [401, 401], 'failures are not counted either')
 })
 
@@ -132,7 +128,7 @@ t.test('under event-loop pressure: 503 with Retry-After and the Error body; live
   for (let attempt = 0; shed === undefined && Date.now() < deadline; attempt++) {
     stall(60)
     await new Promise((resolve) => setTimeout(resolve, 20))
-    const response = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: attempt, name: 'x' } })
+    const response = await postPlant(app, { id: attempt, name: 'x' })
     if (response.statusCode === 503) shed = response
   }
   t.ok(shed, 'a request was shed')
@@ -159,7 +155,7 @@ t.test('a stall while the service starts is not overload: the first request afte
     },
   })
   t.teardown(() => app.close())
-  const response = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name: 'x' } })
+  const response = await postPlant(app, { id: 1, name: 'x' })
   t.equal(response.statusCode, 200)
   t.comment(`event-loop delay sampled at the first request: ${Math.round(app.memoryUsage().eventLoopDelay)} ms (threshold ${threshold} ms)`)
 })
@@ -171,19 +167,19 @@ t.test('security headers on every response, with a policy Swagger UI works under
   t.match(policy, /default-src 'self'/)
   t.match(policy, /frame-ancestors 'none'/)
   t.notMatch(policy, /upgrade-insecure-requests/, 'plain HTTP behind a gateway keeps working')
-  const api = await app.inject(create(TOKEN, 1))
+  const api = await create(app, TOKEN, 1)
   t.equal(api.headers['x-content-type-options'], 'nosniff')
   t.equal(api.headers['content-security-policy'], "default-src 'none'; frame-ancestors 'none'")
   t.equal(api.headers['cache-control'], 'no-store')
   t.match(api.headers['strict-transport-security'], /^max-age=\d+/)
-  const rejected = await app.inject({ ...create(TOKEN, 1), payload: { id: 1 } })
+  const rejected = await postPlant(app, { id: 1 }, { headers: bearer(TOKEN) })
   t.equal(rejected.statusCode, 400)
   t.equal(rejected.headers['x-content-type-options'], 'nosniff', 'errors of the operation too')
 })
 
 t.test('CORS is off by default', async (t) => {
   const app = await build(t)
-  const response = await app.inject({ ...create(TOKEN, 1), headers: { ...create(TOKEN, 1).headers, origin: 'https://ui.example' } })
+  const response = await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...bearer(TOKEN), origin: 'https://ui.example' } })
   t.equal(response.statusCode, 200, 'served')
   t.equal(response.headers['access-control-allow-origin'], undefined, 'without an Access-Control-Allow-Origin')
   const preflight = await app.inject({ method: 'OPTIONS', url: '/plants', headers: { origin: 'https://ui.example', 'access-control-request-method': 'POST' } })
@@ -202,10 +198,10 @@ t.test('CORS for configured origins: preflight and actual requests', async (t) =
   t.equal(preflight.headers['access-control-allow-origin'], 'https://ui.example')
   t.match(preflight.headers['access-control-allow-headers'], /authorization/)
   t.equal(preflight.headers['access-control-allow-methods'], 'POST', "the contract's methods")
-  const actual = await app.inject({ ...create(TOKEN, 1), headers: { ...create(TOKEN, 1).headers, origin: 'https://ui.example' } })
+  const actual = await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...bearer(TOKEN), origin: 'https://ui.example' } })
   t.equal(actual.statusCode, 200)
   t.equal(actual.headers['access-control-allow-origin'], 'https://ui.example')
-  const other = await app.inject({ ...create(TOKEN, 2), headers: { ...create(TOKEN, 2).headers, origin: 'https://evil.example' } })
+  const other = await postPlant(app, { id: 2, name: 'Ficus' }, { headers: { ...bearer(TOKEN), origin: 'https://evil.example' } })
   t.equal(other.statusCode, 200, 'another origin is served (CORS binds browsers, not the service)')
   t.equal(other.headers['access-control-allow-origin'], undefined, 'without its origin allowed')
 })

@@ -6,6 +6,7 @@
 import t from 'tap'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, logSink, TEST_DATABASE_URL } from '../helpers/app.js'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 const dialect = TEST_DATABASE_URL === undefined ? 'sqlite' : 'postgresql'
 
@@ -14,7 +15,7 @@ t.test("a create continues the caller's trace: request, createPlant under it, th
   const log = logSink()
   const app = await build(t, { otelExporterOtlpEndpoint: collector.url }, { level: 'info', stream: log.stream })
   const parent = traceparent()
-  const response = await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, traceparent: parent.header }, payload: '{"id":1,"name":"Ficus"}' })
+  const response = await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })
   t.equal(response.statusCode, 200)
   await app.close()
 
@@ -41,7 +42,7 @@ t.test("a create continues the caller's trace: request, createPlant under it, th
 t.test('without a traceparent a request starts a trace of its own', async (t) => {
   const collector = await startCollector(t)
   const app = await build(t, { otelExporterOtlpEndpoint: `${collector.url}/` })
-  t.equal((await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: '{"id":1,"name":"Ficus"}' })).statusCode, 200)
+  t.equal((await postPlant(app, { id: 1, name: 'Ficus' })).statusCode, 200)
   await app.close()
   const request = only(t, collector.spans, 'POST /plants')
   t.equal(request.parentSpanId, '', 'a root span')
@@ -54,7 +55,7 @@ t.test('a failed transaction is an error span; other requests: the 404 is traced
   const app = await build(t, { ...store, otelExporterOtlpEndpoint: collector.url })
   await dropPlantTable(store)
   const parent = traceparent()
-  t.equal((await app.inject({ method: 'POST', url: '/plants', headers: { ...JSON_HEADERS, traceparent: parent.header }, payload: '{"id":1,"name":"Ficus"}' })).statusCode, 500)
+  t.equal((await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })).statusCode, 500)
   t.equal((await app.inject({ method: 'GET', url: '/nowhere', headers: { traceparent: traceparent().header } })).statusCode, 404)
   t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)

@@ -7,12 +7,12 @@
  */
 import t, { type Test } from 'tap'
 import { build } from '../helpers/app.js'
-import { postPlant } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 /** Expects a 400 whose message names `body/<field>` (or the missing property). */
 async function rejects(t: Test, json: string, field: RegExp) {
   const app = await build(t)
-  const response = await postPlant(t, app, json)
+  const response = await postPlant(app, json, { t })
   t.equal(response.statusCode, 400, json)
   t.match(response.json(), { error: 400, message: field }, 'the message names the field')
 }
@@ -46,9 +46,9 @@ for (const [kind, json] of [
 
 t.test('extra members are accepted and ignored', async (t) => {
   const app = await build(t)
-  const response = await postPlant(t, app, '{"id":1,"name":"Fern","tag":"shade","color":"green","id2":2}')
+  const response = await postPlant(app, '{"id":1,"name":"Fern","tag":"shade","color":"green","id2":2}', { t })
   t.equal(response.statusCode, 200)
   t.strictSame(response.json(), { name: 'Fern', tag: 'shade' }, 'the Plant has no extra members')
-  const replay = await postPlant(t, app, '{"id":1,"name":"Fern","tag":"shade"}')
+  const replay = await postPlant(app, '{"id":1,"name":"Fern","tag":"shade"}', { t })
   t.equal(replay.statusCode, 200, 'the extras were not stored: the same plant without them is a replay')
 })

@@ -21,7 +21,6 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -29,6 +28,8 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
+import { run } from '../helpers/command.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { imageUnderTest, podman, waitUntil } from '../helpers/podman.js'
 
 // A cold build of the image takes minutes on 2 cores; compose itself under a minute.
@@ -73,22 +74,17 @@ function secretCommands(): string {
   return commands.join('\n')
 }
 
-/** Runs a command in `cwd`. @returns its output (standard output, then error). @throws with its output when it fails or outlasts `timeoutMs`. */
-async function run(command: string, args: readonly string[], cwd: string, timeoutMs = 180_000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(command, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error === null) return resolve(`${stdout}${stderr}`)
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return reject(new Error(`${command} is not installed (e.g. apt-get install ${command})`))
-      reject(Object.assign(new Error(`${command} ${args.join(' ')} failed (${error.signal ?? `exit ${String(error.code)}`})`), { output: `${stdout}\n${stderr}`.trimEnd().split('\n').slice(-40).join('\n') }))
-    })
-  })
-}
+/** How long a command of the test may take (`podman-compose up` included). */
+const COMMAND_TIMEOUT_MS = 180_000
 
 const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-compose-'))
 copyFileSync(COMPOSE_FILE, join(dir, 'compose.yaml'))
-/** `podman-compose` on the copy, under the test's project name. */
-const compose = async (...args: string[]): Promise<string> => run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], dir)
+/** `podman-compose` on the copy, under the test's project name. @returns its output (standard output, then error). */
+const compose = async (...args: string[]): Promise<string> => {
+  const { stdout, stderr } = await run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], { cwd: dir, timeoutMs: COMMAND_TIMEOUT_MS, install: 'apt-get install podman-compose' })
+  return `${stdout}${stderr}`
+}
 
 /** The project's containers: name and compose service of each. */
 async function containers(): Promise<Array<{ name: string; service: string }>> {
@@ -124,7 +120,7 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
   t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
   await podman(['tag', await imageUnderTest(), builtImage])
   t.ok(secretCommands().includes('secrets/'), 'the instructions make the secrets')
-  await run('bash', ['-euo', 'pipefail', '-c', secretCommands()], dir)
+  await run('bash', ['-euo', 'pipefail', '-c', secretCommands()], { cwd: dir, timeoutMs: COMMAND_TIMEOUT_MS })
   const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
 
   const started = Date.now()
@@ -167,16 +163,14 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
     t.comment(`${replica.service}: restarted ${await podman(['inspect', '--format', '{{.RestartCount}}', replica.name])} times before healthy; stop timeout ${await podman(['inspect', '--format', '{{.Config.StopTimeout}}', replica.name])} s`)
   }
 
-  const post = async (url: string, body: string): Promise<{ status: number; body: string }> => {
-    const response = await fetch(`${url}/plants`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body })
-    return { status: response.status, body: await response.text() }
-  }
-  const plants = replicas.map((replica, index) => ({ replica, body: JSON.stringify({ id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' }) }))
-  const created = await Promise.all(plants.map(({ replica, body }) => post(replica.url, body)))
-  for (const [index, { replica }] of plants.entries()) t.equal(created[index]!.status, 200, `${replica.service} creates a plant: ${created[index]!.body}`)
-  for (const [index, { replica, body }] of plants.entries()) {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const plants = replicas.map((replica, index) => ({ replica, plant: { id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' } }))
+  const created = await Promise.all(plants.map(({ replica, plant }) => postPlant(replica.url, plant, { headers })))
+  for (const [index, { replica }] of plants.entries()) t.equal(created[index]!.statusCode, 200, `${replica.service} creates a plant: ${created[index]!.body}`)
+  for (const [index, { replica, plant }] of plants.entries()) {
     const other = replicas[(index + 1) % replicas.length]!
-    t.same(await post(other.url, body), created[index], `the plant created on ${replica.service} replays on ${other.service}: 200, the same body (one database)`)
+    const replay = await postPlant(other.url, plant, { headers })
+    t.same([replay.statusCode, replay.body], [created[index]!.statusCode, created[index]!.body], `the plant created on ${replica.service} replays on ${other.service}: 200, the same body (one database)`)
   }
   t.notMatch(await podman(['logs', replicas[0]!.name]), token, 'the token is never logged')
 

@@ -15,7 +15,9 @@ import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { type Container, createVolume, imageUnderTest, podman, runContainer, type TestContext, waitUntil } from '../helpers/podman.js'
+import type { TestContext } from '../helpers/app.js'
+import { type Container, createVolume, imageUnderTest, podman, runContainer, waitUntil } from '../helpers/podman.js'
+import { jsonText, postPlant } from '../helpers/post-plant.js'
 import { hardened } from '../helpers/replicas.js'
 
 // A cold build of the image takes minutes on 2 cores; the checks themselves under one.
@@ -34,6 +36,8 @@ const secrets = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'))
 t.teardown(() => rmSync(secrets, { recursive: true, force: true }))
 const tokensFile = join(secrets, 'plant_store_tokens')
 writeFileSync(tokensFile, `${token}\n`, { mode: 0o444 })
+/** Headers of a create with the run's token. */
+const AUTHORIZED = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
 
 /** {@link hardened} options, `/data` on `volume`, and `env` on top. */
 function hardenedOn(volume: string, env: Record<string, string> = {}): string[] {
@@ -45,17 +49,9 @@ async function start(t: TestContext, volume?: string, env?: Record<string, strin
   return runContainer(t, image, hardenedOn(volume ?? (await createVolume(t)), env))
 }
 
-/** The JSON text of a NewPlant. */
-function plant(id: bigint | number, name: string): string {
-  return `{"id":${id},"name":"${name}","tag":"container"}`
-}
-
-/** POST /plants with `body`; with the run's token unless `authorized` is false. */
-async function post(container: Container, body: string, authorized = true): Promise<{ status: number; body: string }> {
-  const headers: Record<string, string> = { 'content-type': 'application/json' }
-  if (authorized) headers.authorization = `Bearer ${token}`
-  const response = await fetch(`${container.url}/plants`, { method: 'POST', headers, body })
-  return { status: response.status, body: await response.text() }
+/** A NewPlant of these tests (an id beyond 2^53 is sent exactly). */
+function plant(id: bigint | number, name: string): { id: bigint | number; name: string; tag: string } {
+  return { id, name, tag: 'container' }
 }
 
 /** Runs `work` on every item with at most `concurrency` at a time. */
@@ -83,10 +79,10 @@ t.test('runs as uid 1000 with a read-only root, no capabilities, no privilege ga
   t.match(status, /^NoNewPrivs:\s+1$/m, 'no privilege gain')
   await t.rejects(podman(['exec', container.name, 'touch', '/app/probe']), /Read-only file system/, 'the application files cannot be changed')
 
-  const unauthorized = await post(container, plant(1, 'Monstera'), false)
-  t.equal(unauthorized.status, 401, 'no token: 401')
-  const created = await post(container, plant(1, 'Monstera'))
-  t.equal(created.status, 200, `the token from the secret file: 200 ${created.body}`)
+  const unauthorized = await postPlant(container.url, plant(1, 'Monstera'), { headers: { 'content-type': 'application/json' } })
+  t.equal(unauthorized.statusCode, 401, 'no token: 401')
+  const created = await postPlant(container.url, plant(1, 'Monstera'), { headers: AUTHORIZED })
+  t.equal(created.statusCode, 200, `the token from the secret file: 200 ${created.body}`)
   t.notMatch(await container.logs(), token, 'the token is never logged')
 })
 
@@ -95,16 +91,16 @@ t.test('the data volume keeps every plant when the container is removed and crea
   const first = await start(t, volume)
   // ids above 2^53 too, written exactly into the JSON text
   const bodies = Array.from({ length: 20 }, (_, i) => plant(2n ** 53n + BigInt(i), `plant ${i}`))
-  const created = await Promise.all(bodies.map((body) => post(first, body)))
-  t.same(created.map((response) => response.status), bodies.map(() => 200))
+  const created = await Promise.all(bodies.map((body) => postPlant(first.url, body, { headers: AUTHORIZED })))
+  t.same(created.map((response) => response.statusCode), bodies.map(() => 200))
   await podman(['rm', '--force', first.name])
 
   const second = await start(t, volume)
-  const replays = await Promise.all(bodies.map((body) => post(second, body)))
-  t.same(replays.map((response) => response.status), bodies.map(() => 200), 'a replay of each plant: 200')
+  const replays = await Promise.all(bodies.map((body) => postPlant(second.url, body, { headers: AUTHORIZED })))
+  t.same(replays.map((response) => response.statusCode), bodies.map(() => 200), 'a replay of each plant: 200')
   t.same(replays.map((response) => response.body), created.map((response) => response.body), 'with the same body')
-  const conflicts = await Promise.all(bodies.map((body) => post(second, body.replace('plant', 'other'))))
-  t.same(conflicts.map((response) => response.status), bodies.map(() => 409), 'different content for the same id: 409')
+  const conflicts = await Promise.all(bodies.map((body) => postPlant(second.url, { ...body, name: body.name.replace('plant', 'other') }, { headers: AUTHORIZED })))
+  t.same(conflicts.map((response) => response.statusCode), bodies.map(() => 409), 'different content for the same id: 409')
 })
 
 t.test('a /data the service cannot write stops the start with a message naming DATA_DIR and the reason: read-only, or owned by another user', async (t) => {
@@ -148,11 +144,11 @@ t.test('podman stop lets an in-flight request finish with 200, then the containe
   // Headers with Expect: 100-continue, so "100 Continue" proves the request reached
   // the service; half the body; stop; the rest of the body once the service has
   // logged that it is shutting down.
-  const body = Buffer.from(plant(42, 'in flight'))
+  const body = Buffer.from(jsonText(plant(42, 'in flight')))
   const half = Math.floor(body.length / 2)
   const client = request(`${container.url}/plants`, {
     method: 'POST',
-    headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': body.length, expect: '100-continue' },
+    headers: { ...AUTHORIZED, 'content-length': body.length, expect: '100-continue' },
   })
   const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
     client.on('error', reject)
@@ -180,8 +176,8 @@ t.test('podman stop lets an in-flight request finish with 200, then the containe
   t.ok(elapsed < stopTimeoutMs, `stopped in ${elapsed} ms, before the stop timeout`)
 
   const restarted = await container.start()
-  const replay = await post(restarted, plant(42, 'in flight'))
-  t.same(replay, answer, 'the plant answered during the stop is stored')
+  const replay = await postPlant(restarted.url, plant(42, 'in flight'), { headers: AUTHORIZED })
+  t.same({ status: replay.statusCode, body: replay.body }, answer, 'the plant answered during the stop is stored')
 })
 
 t.test('podman kill -s KILL under load loses no plant that was answered 200', async (t) => {
@@ -195,8 +191,8 @@ t.test('podman kill -s KILL under load loses no plant that was answered 200', as
     while (!killed) {
       const id = next++
       try {
-        const response = await post(container, plant(id, `load ${id}`))
-        if (response.status === 200) answered.set(id, response.body)
+        const response = await postPlant(container.url, plant(id, `load ${id}`), { headers: AUTHORIZED })
+        if (response.statusCode === 200) answered.set(id, response.body)
       } catch {
         failed++ // the connection died with the container: the fate of this plant is unknown
       }
@@ -215,7 +211,10 @@ t.test('podman kill -s KILL under load loses no plant that was answered 200', as
 
   const restarted = await container.start()
   const ids = [...answered.keys()]
-  const replays = await inParallel(ids, 16, async (id) => ({ id, ...(await post(restarted, plant(id, `load ${id}`))) }))
+  const replays = await inParallel(ids, 16, async (id) => {
+    const { statusCode, body } = await postPlant(restarted.url, plant(id, `load ${id}`), { headers: AUTHORIZED })
+    return { id, status: statusCode, body }
+  })
   const lost = replays.filter((replay) => replay.status !== 200 || replay.body !== answered.get(replay.id))
   t.same({ lost: lost.length, first: lost.slice(0, 5) }, { lost: 0, first: [] }, `every one of the ${ids.length} plants answered 200 is still there (replay: 200, same body)`)
 })

@@ -19,14 +19,15 @@
  *
  * @module
  */
-import { Agent, request } from 'node:https'
+import { Agent } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
 import { contractViolations } from '../helpers/contract.js'
-import { exchange, type RawResponse } from '../helpers/raw-http.js'
-import { answeredBy, authorized, bodyOf, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
+import { requestHead } from '../helpers/raw-http.js'
+import { answeredBy, authorized, bodyOf, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, startGateway } from '../helpers/nginx.js'
 import { imageUnderTest, podman } from '../helpers/podman.js'
+import { type PlantResponse, postPlant } from '../helpers/post-plant.js'
 import { bridgeGateway, logLines, randomToken, type Replica, requestLine, SERVICE_PORT, startReplicas } from '../helpers/replicas.js'
 import { createsPlantThroughGateway, launchChromium, screenshotPath } from '../helpers/swagger-ui.js'
 
@@ -69,8 +70,8 @@ function replicaAt(upstream: string): Replica {
 }
 
 /** POST /plants with `body` straight to `replica`'s published port, from the host. */
-async function direct(replica: Replica, body: string, headers = AUTHORIZED): Promise<RawResponse> {
-  return exchange({ url: replica.url }, post(body, headers, '/plants'))
+async function direct(replica: Replica, body: string, headers = AUTHORIZED): Promise<PlantResponse> {
+  return postPlant(replica.url, body, { headers })
 }
 
 t.test('through the gateway: create 200 on both replicas, each over one kept-alive connection; replay 200 with the same body on either; conflict 409', async (t) => {
@@ -79,19 +80,10 @@ t.test('through the gateway: create 200 on both replicas, each over one kept-ali
   t.teardown(() => agent.destroy())
   const created = new Map<number, { body: string; requestId: string }>()
   for (let id = 1; id <= 8; id++) {
-    const body = JSON.stringify({ id, name: `Fern ${id}` })
-    const response = await new Promise<{ status: number; body: string; requestId: string }>((resolve, reject) => {
-      const sent = request(`${gateway.url}/plants`, { method: 'POST', agent, headers: { ...AUTHORIZED, 'content-length': Buffer.byteLength(body) } }, (incoming) => {
-        let text = ''
-        incoming.on('data', (chunk: Buffer) => (text += chunk.toString()))
-        incoming.on('end', () => resolve({ status: incoming.statusCode!, body: text, requestId: String(incoming.headers['x-request-id']) }))
-      })
-      sent.on('error', reject)
-      sent.end(body)
-    })
-    t.equal(response.status, 200, `create ${id}`)
-    t.strictSame(JSON.parse(response.body), { name: `Fern ${id}` })
-    created.set(id, response)
+    const response = await postPlant(gateway.url, { id, name: `Fern ${id}` }, { agent, headers: AUTHORIZED })
+    t.equal(response.statusCode, 200, `create ${id}`)
+    t.strictSame(response.json(), { name: `Fern ${id}` })
+    created.set(id, { body: response.body, requestId: String(response.headers['x-request-id']) })
   }
   const servedBy = new Map<number, Replica>()
   for (const [id, { requestId }] of created) {
@@ -201,7 +193,7 @@ t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the 
   t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
 
   const tooLarge = bodyOf(bodyLimit + 1, 201)
-  const chunked = `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
+  const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
   for (const [what, raw] of [
     ['with a token', post(tooLarge, AUTHORIZED)],
     ['without a token', post(tooLarge, { 'Content-Type': 'application/json' })],

@@ -13,7 +13,6 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process'
 import { once } from 'node:events'
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http'
@@ -21,13 +20,13 @@ import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TLSSocket } from 'node:tls'
-import { promisify } from 'node:util'
 import t from 'tap'
-import { answeredBy, authorized, errorBody, get, lines, PLANTS, post, send } from '../helpers/gateway-client.js'
+import { answeredBy, authorized, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
 import { testConfig, TOKEN } from '../helpers/app.js'
+import { run } from '../helpers/command.js'
 import { contractViolations } from '../helpers/contract.js'
-import { exchange, open } from '../helpers/raw-http.js'
+import { exchange, headerLines, open, requestHead } from '../helpers/raw-http.js'
 
 const { bodyLimit, keepAliveTimeoutMs, headersTimeoutMs } = testConfig()
 /** Another loopback address for the client, so that its address and the gateway's differ. */
@@ -50,16 +49,19 @@ t.teardown(() => {
 })
 const gateway = await startGateway(t, { upstreams: [`127.0.0.1:${(recorder.address() as { port: number }).port}`] })
 
+/** The head of an authorized `POST` to the gateway's /plants, for requests that go on in their own way. */
+const head = requestHead('POST', PLANTS, AUTHORIZED)
+
 /** Requests nginx answers itself, and the status it gives each (nothing reaches a replica). */
 const gatewayAnswers: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
-  ['no Host header', `POST ${PLANTS} HTTP/1.1\r\n${lines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
-  ['two Host headers', `POST ${PLANTS} HTTP/1.1\r\nHost: a\r\nHost: b\r\n${lines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
-  ['Content-Length with Transfer-Encoding', `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
-  ['two Content-Lengths', `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
-  ['an invalid chunk size', `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`, 400],
-  ['a malformed percent-encoding', `POST ${PLANTS}%zz HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
-  ['an unknown Transfer-Encoding', `POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Transfer-Encoding: gzip\r\n\r\n{}`, 501],
+  ['no Host header', `POST ${PLANTS} HTTP/1.1\r\n${headerLines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
+  ['two Host headers', `POST ${PLANTS} HTTP/1.1\r\nHost: a\r\nHost: b\r\n${headerLines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
+  ['Content-Length with Transfer-Encoding', `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+  ['two Content-Lengths', `${head}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
+  ['an invalid chunk size', `${head}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`, 400],
+  ['a malformed percent-encoding', `${requestHead('POST', `${PLANTS}%zz`, AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
+  ['an unknown Transfer-Encoding', `${head}Transfer-Encoding: gzip\r\n\r\n{}`, 501],
   ['a request target over 8 KiB', post('{}', AUTHORIZED, `${PLANTS}?${'q'.repeat(8200)}`), 414],
   ['a header line over 8 KiB', post('{}', { ...AUTHORIZED, 'X-Big': 'b'.repeat(8200) }), 431],
   ['headers over 16 KiB', post('{}', { ...AUTHORIZED, 'X-A': 'a'.repeat(6000), 'X-B': 'b'.repeat(6000), 'X-C': 'c'.repeat(6000) }), 431],
@@ -163,7 +165,7 @@ t.test('the example configuration, every file as shipped, passes nginx -t (with 
   cpSync(NGINX_DIR, dir, { recursive: true })
   mkdirSync(join(dir, 'tls'))
   await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
-  const { stderr } = await promisify(execFile)(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
+  const { stderr } = await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
   t.match(stderr, /test is successful/)
 })
 
@@ -182,7 +184,7 @@ t.test('per client address, past 100 requests in progress: 429 with Retry-After,
     held.push(socket)
     // nginx sends 100 Continue once it reads the body, after the limits have counted the request.
     const continued = once(socket, 'data')
-    socket.write(`POST ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n${lines(AUTHORIZED)}Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`)
+    socket.write(`${head}Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`)
     if (!/^HTTP\/1\.1 100 /.test(String((await continued)[0]))) t.fail(`connection ${i}: no 100 Continue`)
   }
   const refused = await send(gateway, post('{"id":800,"name":"Fern"}', AUTHORIZED), '127.0.0.3')

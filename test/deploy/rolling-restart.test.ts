@@ -11,8 +11,9 @@
  * @module
  */
 import t from 'tap'
-import { closedPort, postgresSchema, TOKEN } from '../helpers/app.js'
+import { postgresSchema, TOKEN } from '../helpers/app.js'
 import { countByStatus, startLoad } from '../helpers/create-load.js'
+import { freePort } from '../helpers/machine.js'
 import { startGateway } from '../helpers/nginx.js'
 import { type ServiceProcess, startService } from '../helpers/process.js'
 
@@ -22,7 +23,7 @@ const CLIENTS = 10
 const PROGRESS_TIMEOUT_MS = 5 * 60_000
 
 const schema = await postgresSchema(t)
-const ports = [await closedPort(), await closedPort()]
+const ports = [await freePort(), await freePort()]
 const env = (port: number) => ({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: schema.url, NODE_ENV: 'test', PORT: String(port), TRUST_PROXY: '127.0.0.1' })
 const replicas: ServiceProcess[] = await Promise.all(ports.map((port) => startService(t, env(port))))
 const gateway = await startGateway(t, { upstreams: ports.map((port) => `127.0.0.1:${port}`) })

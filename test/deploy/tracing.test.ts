@@ -6,10 +6,10 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.js'
-import { authorized, post, send } from '../helpers/gateway-client.js'
+import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
 import { startGateway } from '../helpers/nginx.js'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { completedLogLine, startService } from '../helpers/process.js'
 
 t.test("a create through the gateway is one trace: the client's traceparent reaches the service, the request id is the gateway's", async (t) => {
@@ -25,9 +25,9 @@ t.test("a create through the gateway is one trace: the client's traceparent reac
   })
   const gateway = await startGateway(t, { upstreams: [new URL(service.url).host] })
   const client = traceparent()
-  const response = await send(gateway, post('{"id":42,"name":"Monstera deliciosa","tag":"indoor"}', { ...authorized(TOKEN), traceparent: client.header }))
+  const response = await postPlant(gateway.url, { id: 42, name: 'Monstera deliciosa', tag: 'indoor' }, { ca: gateway.ca, headers: { ...JSON_HEADERS, traceparent: client.header } })
   t.equal(response.statusCode, 200)
-  const requestId = response.headers['x-request-id']!
+  const requestId = String(response.headers['x-request-id'])
   t.match(requestId, /^[0-9a-f]{32}$/, "the gateway's request id")
 
   const inTrace = (spans: typeof collector.spans) => spans.filter((span) => span.traceId === client.traceId)

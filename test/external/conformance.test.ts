@@ -43,7 +43,9 @@ import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
 import { CONTRACT_URL, loadContract } from '../../service/contract.js'
-import { closedPort, listen, TOKEN, type TestContext } from '../helpers/app.js'
+import { listen, TOKEN, type TestContext } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
+import { type PlantBody, postPlant } from '../helpers/post-plant.js'
 
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
@@ -101,18 +103,24 @@ interface Judgement {
   prismProblem: string | undefined
 }
 
-async function send(base: string, init: RequestInit): Promise<Judgement> {
-  const response = await fetch(`${base}/plants`, { method: 'POST', ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) })
-  const body = await response.text()
-  const header = response.headers.get('sl-violations')
-  const problem = response.headers.get('content-type')?.startsWith('application/problem+json') ? (JSON.parse(body) as { type: string }).type : undefined
-  return { status: response.status, body, violations: header === null ? [] : JSON.parse(header), prismProblem: problem }
+/** A createPlant request: its headers, and its body unless it has none. */
+interface Sent {
+  headers: Record<string, string>
+  body?: PlantBody
+}
+
+/** Sends `request` to `POST /plants` through the Prism at `base`, and reads its judgement. */
+async function send(base: string, request: Sent): Promise<Judgement> {
+  const response = await postPlant(base, request.body, { headers: request.headers, timeoutMs: REQUEST_TIMEOUT_MS })
+  const header = response.headers['sl-violations']
+  const problem = response.headers['content-type']?.startsWith('application/problem+json') ? (response.json() as { type: string }).type : undefined
+  return { status: response.statusCode, body: response.body, violations: header === undefined ? [] : JSON.parse(String(header)), prismProblem: problem }
 }
 
 const bearer = { authorization: `Bearer ${TOKEN}` }
-const json = (body: unknown, headers: Record<string, string> = bearer): RequestInit => ({
+const json = (body: object, headers: Record<string, string> = bearer): Sent => ({
   headers: { ...headers, 'content-type': 'application/json' },
-  body: JSON.stringify(body),
+  body,
 })
 
 /** One exchange: what the service answers, and whether the request itself is a valid createPlant call. */
@@ -122,7 +130,7 @@ interface Case {
   validRequest: boolean
   /** Prism with `--errors` answers it itself (no bearer token), so only the lenient instance sees the service's answer. */
   answeredByPrism?: boolean
-  init: RequestInit
+  init: Sent
 }
 
 /** The exchanges, in order (create before replay and conflict), on ids from `id` up. */
@@ -153,7 +161,7 @@ const contract = fileURLToPath(CONTRACT_URL)
 const { url: service } = await listen(t)
 // No store reachable, and one request per token per window: the first valid request gets 503, the next 429.
 const degraded = await listen(t, {
-  databaseUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
+  databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
   migrateOnStart: false,
   databaseConnectTimeoutMs: 1000,
   rateLimitMax: 1,

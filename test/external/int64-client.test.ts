@@ -21,7 +21,8 @@ import {
   readCreatePlantResponse,
 } from '../../client/plant-store-client.js'
 import type { components, operations } from '../../service/generated/openapi.js'
-import { closedPort, listen, TOKEN } from '../helpers/app.js'
+import { listen, TOKEN } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
 
 type Plant = components['schemas']['Plant']
 type ErrorBody = components['schemas']['Error']
@@ -118,7 +119,7 @@ t.test('415 and 431, from requests the client does not send, read by readCreateP
 
 t.test('503 when the store is unreachable, then 429 past the rate limit, both with Retry-After', async (t) => {
   const degraded = await listen(t, {
-    databaseUrl: `postgres://postgres@127.0.0.1:${await closedPort()}/test`,
+    databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
     migrateOnStart: false,
     databaseConnectTimeoutMs: 1000,
     rateLimitMax: 1,
@@ -139,7 +140,7 @@ t.test('an answer outside the contract throws PlantStoreResponseError with the s
 })
 
 t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
-  const refused = new PlantStoreClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, token: TOKEN })
+  const refused = new PlantStoreClient({ baseUrl: `http://127.0.0.1:${await freePort()}`, token: TOKEN })
   const error = await refused.createPlant({ id: 1n, name: 'Fern' }).catch((error: unknown) => error)
   t.type(error, PlantStoreNetworkError, 'connection refused')
   t.type((error as Error).cause, TypeError)

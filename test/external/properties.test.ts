@@ -15,10 +15,10 @@
  */
 import { deepStrictEqual, equal } from 'node:assert/strict'
 import fc from 'fast-check'
-import type { FastifyInstance, InjectOptions } from 'fastify'
 import t, { type Test } from 'tap'
 import { build, JSON_HEADERS, OTHER_TOKEN } from '../helpers/app.js'
 import { contractViolations, schemaAt } from '../helpers/contract.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 /** The seed used unless `FC_SEED` says otherwise. */
 const DEFAULT_SEED = 20260521
@@ -119,9 +119,6 @@ const validBody = newPlant
   .map(([plant, shuffled, gap, contentType]) => ({ plant, body: jsonText(shuffled, gap), contentType }))
   .filter(({ body }) => Buffer.byteLength(body) <= BODY_LIMIT)
 
-const post = (app: FastifyInstance, payload: string | Buffer, headers: InjectOptions['headers'] = JSON_HEADERS) =>
-  app.inject({ method: 'POST', url: '/plants', headers, payload })
-
 t.test('a valid NewPlant is answered 200 with exactly the Plant sent, and its replay the same', async (t) => {
   const app = await build(t, { bodyLimit: BODY_LIMIT })
   // What the store holds, to know when a generated id was already taken (then 409 unless identical).
@@ -133,7 +130,7 @@ t.test('a valid NewPlant is answered 200 with exactly the Plant sent, and its re
       const earlier = stored.get(plant.id)
       const status = earlier === undefined || earlier === JSON.stringify(expected) ? 200 : 409
       for (const attempt of ['first', 'replay']) {
-        const response = await post(app, body, { ...JSON_HEADERS, 'content-type': contentType })
+        const response = await postPlant(app, body, { headers: { ...JSON_HEADERS, 'content-type': contentType } })
         deepStrictEqual(contractViolations(response), [], `${attempt}: the response conforms`)
         equal(response.statusCode, status, `${attempt}: status`)
         if (status === 200) deepStrictEqual(JSON.parse(response.body), expected, `${attempt}: the Plant sent`)
@@ -200,14 +197,14 @@ t.test('a mutated body gets 400, 413 or 415 with the Error body, never a 5xx, an
   await holds(
     t,
     fc.asyncProperty(invalid, async ({ kind, payload, headers, status, id }) => {
-      const response = await post(app, payload, headers)
+      const response = await postPlant(app, payload, { headers })
       deepStrictEqual(contractViolations(response), [], `${kind}: the response conforms`)
       equal(response.statusCode, status, `${kind}: status`)
       if (id !== undefined) ids.add(id)
     }),
   )
   // Nothing was stored: a plant under any of those ids, with a name none of them had, is a first create.
-  const created = await Promise.all([...ids].slice(0, 50).map((id) => post(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)))
+  const created = await Promise.all([...ids].slice(0, 50).map((id) => postPlant(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)))
   t.same(created.map((response) => response.statusCode).filter((status) => status !== 200), [], `${Math.min(ids.size, 50)} ids are still free`)
 })
 
@@ -221,7 +218,7 @@ t.test('without a valid token any request gets 401, whatever its body (authentic
       const sent: Record<string, string> = { ...headers }
       delete sent.authorization
       if (authorization !== undefined) sent.authorization = authorization
-      const response = await post(app, payload, sent)
+      const response = await postPlant(app, payload, { headers: sent })
       deepStrictEqual(contractViolations(response), [], 'the response conforms')
       equal(response.statusCode, 401)
     }),
@@ -238,8 +235,8 @@ t.test(
     await holds(
       t,
       fc.asyncProperty(duplicated, async ({ plain, repeated }) => {
-        const first = await post(app, plain)
-        const again = await post(app, repeated)
+        const first = await postPlant(app, plain)
+        const again = await postPlant(app, repeated)
         deepStrictEqual(contractViolations(again), [], 'the response conforms')
         equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'answered as the plain body: stored, or replayed')
         equal(again.body, first.body)

@@ -6,9 +6,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
@@ -86,16 +84,6 @@ export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore
   } finally {
     db.close()
   }
-}
-
-/** A loopback port nothing listens on (taken from the OS, then released). */
-export async function closedPort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 /** A token valid in every app built by {@link build}. */

@@ -7,12 +7,11 @@
  * @module
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
 import { loadContract } from '../../service/contract.js'
-import { JSON_HEADERS } from './app.js'
 
-/** A response as `inject` gives it, or as read from a socket (`raw-http.ts`). */
+/** A response as `inject` gives it, as `postPlant` gives it (`post-plant.ts`), or as read from a socket (`raw-http.ts`). */
 export type AnyResponse = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: Record<string, unknown> }
 
 const contract = loadContract()
@@ -90,24 +89,4 @@ export function assertErrorBody(t: Test, response: AnyResponse, status: number):
   const json = parsed(response)
   if ('body' in json && (json.body as { error?: unknown } | null)?.error !== status) problems.push(`error is not ${status}: ${response.body}`)
   t.same(problems, [], 'the Error body, error equal to the status')
-}
-
-/** Request headers; a header whose value is `undefined` is not sent. */
-export type RequestHeaders = Record<string, string | undefined>
-
-/**
- * POSTs to `/plants` of `app` (`inject`) and asserts that the response conforms to
- * the contract ({@link contractViolations}); the test then asserts what it expects.
- *
- * @param payload - an object (sent as JSON), JSON text as sent (ids beyond 2^53 are
- *   exact only there), or `undefined` for no body.
- * @param headers - {@link JSON_HEADERS} unless given; `undefined` values are left out
- *   (e.g. `{ ...JSON_HEADERS, authorization: undefined }`).
- * @returns the response.
- */
-export async function postPlant(t: Test, app: FastifyInstance, payload?: object | string | Buffer, headers: RequestHeaders = JSON_HEADERS): Promise<LightMyRequestResponse> {
-  const sent = Object.fromEntries(Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined))
-  const response = await app.inject({ method: 'POST', url: '/plants', headers: sent, ...(payload === undefined ? {} : { payload: payload as string }) })
-  t.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
-  return response
 }

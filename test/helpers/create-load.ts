@@ -6,8 +6,9 @@
  *
  * @module
  */
-import { Agent, request } from 'node:https'
+import { Agent } from 'node:https'
 import type { Gateway } from './nginx.js'
+import { postPlant } from './post-plant.js'
 
 /** One request and its answer. */
 export interface Outcome {
@@ -58,7 +59,7 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
   const client = async (localAddress: string) => {
     while (!stopped) {
       const id = next++
-      const outcome = await create(agent, `${gateway.url}/plants`, token, id, localAddress)
+      const outcome = await create(agent, gateway.url, token, id, localAddress)
       outcomes.push(outcome)
       for (const listener of listeners) listener()
       const pause = outcome.status === 200 ? outcome.sentAt + 1000 / CLIENT_RATE - performance.now() : 100
@@ -94,25 +95,18 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
   }
 }
 
-/** One create; never throws (a failed exchange is status 0). */
-function create(agent: Agent, url: string, token: string, id: bigint, localAddress: string): Promise<Outcome> {
-  const body = `{"id":${id},"name":"plant ${id}"}`
+/**
+ * One create of plant `id` to the service at `url` (the gateway's); never throws:
+ * no whole answer within 15 s (connection error, cut off, timed out) is status 0.
+ */
+async function create(agent: Agent, url: string, token: string, id: bigint, localAddress: string): Promise<Outcome> {
   const sentAt = performance.now()
-  return new Promise((resolve) => {
-    let settled = false
-    const done = (status: number, retryAfter?: string) => {
-      if (!settled) resolve({ id, status, retryAfter, sentAt, answeredAt: performance.now() })
-      settled = true
-    }
-    const sent = request(url, { method: 'POST', agent, localAddress, timeout: 15_000, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (response) => {
-      response.resume()
-      // A response cut off before its end is no answer.
-      response.on('close', () => done(response.complete ? response.statusCode! : 0, response.headers['retry-after']))
-    })
-    sent.on('timeout', () => sent.destroy(new Error('no answer within 15 s')))
-    sent.on('error', () => done(0))
-    sent.end(body)
-  })
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const answer = await postPlant(url, { id, name: `plant ${id}` }, { agent, from: localAddress, timeoutMs: 15_000, headers }).then(
+    (response) => ({ status: response.statusCode, retryAfter: response.headers['retry-after'] }),
+    () => ({ status: 0, retryAfter: undefined }),
+  )
+  return { id, ...answer, sentAt, answeredAt: performance.now() }
 }
 
 /** Answers by status, e.g. `{ 200: 1234, 503: 56 }`. */

@@ -8,18 +8,11 @@
  */
 import type { Test } from 'tap'
 import { assertErrorBody } from './contract.js'
-import { exchange, type RawResponse } from './raw-http.js'
+import { exchange, type RawResponse, wholeRequest } from './raw-http.js'
 import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
 
 /** The public path of `POST /plants` through the gateway. */
 export const PLANTS = `${GATEWAY_PREFIX}/plants`
-
-/** Lines of a request's head: `Name: value\r\n` each. */
-export function lines(headers: Record<string, string>): string {
-  return Object.entries(headers)
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('')
-}
 
 /** Headers of an authenticated JSON request with `token`. */
 export function authorized(token: string): Record<string, string> {
@@ -28,12 +21,12 @@ export function authorized(token: string): Record<string, string> {
 
 /** A whole `POST` request of `body` with `headers` to `path` (by default {@link PLANTS}), one per connection. */
 export function post(body: string, headers: Record<string, string>, path = PLANTS): string {
-  return `POST ${path} HTTP/1.1\r\nHost: localhost\r\n${lines(headers)}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`
+  return wholeRequest('POST', path, headers, body)
 }
 
 /** A whole `GET path` request, one per connection. */
 export function get(path: string): string {
-  return `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`
+  return wholeRequest('GET', path)
 }
 
 /**

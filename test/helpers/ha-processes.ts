@@ -16,8 +16,12 @@ export interface Running {
   output: () => string
 }
 
-/** Spawns `command`; its output is kept. Stopping it is the caller's (one teardown, in order). */
-export function run(command: string, args: string[], env: Record<string, string>, cwd: string): Running {
+/**
+ * Spawns `command`, a long-running process (a server of the cluster), and returns at
+ * once; its output is kept. Stopping it is the caller's (one teardown, in order).
+ * A command run to its exit is `command.ts`'s `run`.
+ */
+export function startProcess(command: string, args: string[], env: Record<string, string>, cwd: string): Running {
   const child = spawn(command, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C.UTF-8', ...env }, cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   const keep = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-65536))

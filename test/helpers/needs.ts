@@ -7,8 +7,9 @@
  *
  * @module
  */
-import { accessSync, appendFileSync, constants } from 'node:fs'
-import { delimiter, join, relative } from 'node:path'
+import { appendFileSync } from 'node:fs'
+import { relative } from 'node:path'
+import { isExecutable } from './machine.js'
 
 /** Something a test may need: a service the test run starts, a privilege, or a program. */
 export type Need = 'redis' | 'root' | 'chromium'
@@ -57,19 +58,4 @@ function recordSkip(reason: string): void {
   if (file === undefined) return
   const test = relative(process.cwd(), process.argv[1] ?? '')
   appendFileSync(file, `${JSON.stringify({ test, reason })}\n`)
-}
-
-/** Whether `path` is a file this process may execute. */
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Whether `command` is found on PATH. */
-export function onPath(command: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
 }

@@ -15,15 +15,16 @@
  *
  * @module
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
-import { closedPort, type TestContext } from './app.js'
+import type { TestContext } from './app.js'
+import { run } from './command.js'
+import { freePort } from './machine.js'
 
 /** Debian's nginx. */
 export const NGINX = '/usr/sbin/nginx'
@@ -86,9 +87,9 @@ export async function startGateway(t: TestContext, options: GatewayOptions): Pro
 
   // A port found free may be taken before nginx binds it: try another.
   for (let attempt = 1; ; attempt++) {
-    const port = await closedPort()
+    const port = await freePort()
     writeFileSync(join(dir, 'listen.conf'), `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`)
-    const started = await run(t, dir, port)
+    const started = await startNginx(t, dir, port)
     if ('child' in started) {
       const origin = `https://127.0.0.1:${port}`
       const written = () => (existsSync(join(dir, 'access.log')) ? readFileSync(join(dir, 'access.log'), 'utf8') : '')
@@ -110,8 +111,8 @@ export async function startGateway(t: TestContext, options: GatewayOptions): Pro
   }
 }
 
-/** Spawns nginx in the foreground and waits until `port` accepts connections, or nginx exits. */
-async function run(t: TestContext, dir: string, port: number): Promise<{ child: ChildProcess; stderr: () => string } | { failure: string }> {
+/** Spawns nginx in the foreground (it runs until teardown) and waits until `port` accepts connections, or nginx exits. */
+async function startNginx(t: TestContext, dir: string, port: number): Promise<{ child: ChildProcess; stderr: () => string } | { failure: string }> {
   const child = spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-p', `${dir}/`, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
@@ -154,8 +155,8 @@ async function accepts(port: number): Promise<boolean> {
  * @throws when openssl fails.
  */
 export async function selfSignedCertificate(cert: string, key: string): Promise<void> {
-  await promisify(execFile)('openssl', [
+  await run('openssl', [
     'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1',
     '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', key, '-out', cert,
-  ])
+  ], { install: 'apt-get install openssl' })
 }

@@ -17,14 +17,10 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { fileURLToPath } from 'node:url'
-
-/** A test's tap object, as much of it as this module needs. */
-export interface TestContext {
-  teardown(fn: () => unknown): void
-}
+import type { TestContext } from './app.js'
+import { failure, lastLine, run, type RunResult } from './command.js'
 
 /** The repository root: the build context. */
 const ROOT = fileURLToPath(new URL('../..', import.meta.url))
@@ -40,35 +36,12 @@ export const TEST_IMAGE = 'localhost/plant-store:test'
  *   message carries podman's standard error.
  */
 export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
-  return (await run(args, timeoutMs)).stdout.trim()
+  return (await runPodman(args, timeoutMs)).stdout.trim()
 }
 
 /** Runs `podman ARGS`; resolves with both output streams. @throws as {@link podman}. */
-async function run(args: readonly string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    execFile('podman', args, { timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      if (error === null) return resolve({ stdout, stderr })
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
-        return reject(new Error('podman is not installed (not found on PATH): the container tests need it, e.g. `apt-get install podman`'))
-      }
-      const status = error.signal ?? `exit ${String(error.code)}`
-      reject(failure(`podman ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`, stderr || stdout))
-    })
-  })
-}
-
-/**
- * An error whose message is one line (test reporters show only that), with the
- * last 40 lines of `output` in its `output` property (tap prints it below).
- */
-function failure(message: string, output: string): Error {
-  return Object.assign(new Error(message), { output: output.trimEnd().split('\n').slice(-40).join('\n') })
-}
-
-/** The line of a command's output that says most: the last one naming an error, else the last one. */
-function lastLine(output: string): string {
-  const lines = output.trimEnd().split('\n')
-  return lines.findLast((line) => /error/i.test(line))?.trim() ?? lines.at(-1) ?? ''
+async function runPodman(args: readonly string[], timeoutMs: number): Promise<RunResult> {
+  return run('podman', args, { timeoutMs, install: 'apt-get install podman (the container tests need it)' })
 }
 
 let built: Promise<string> | undefined
@@ -144,7 +117,7 @@ async function live(name: string, timeoutMs: number): Promise<Container> {
     url: `http://${await podman(['port', name, '3000/tcp'])}`,
     logs: async () => {
       // podman logs writes what the container wrote to stderr on its own stderr.
-      const { stdout, stderr } = await run(['logs', name], 30_000)
+      const { stdout, stderr } = await runPodman(['logs', name], 30_000)
       return stdout + stderr
     },
     start: async () => {

@@ -17,8 +17,9 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import { closedPort, type TestContext } from './app.js'
-import { gone, postgresProcesses, run, type Running, stop } from './ha-processes.js'
+import type { TestContext } from './app.js'
+import { gone, postgresProcesses, type Running, startProcess, stop } from './ha-processes.js'
+import { freePort } from './machine.js'
 import { waitUntil } from './podman.js'
 
 /** The shipped cluster files. */
@@ -108,7 +109,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000): Promise
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-ha-'))
   chownSync(dir, Number(uid), Number(gid))
   const ports = new Set<number>()
-  while (ports.size < 8) ports.add(await closedPort())
+  while (ports.size < 8) ports.add(await freePort())
   const [etcdClient, etcdPeer, haproxyPort, statsPort, ...nodePorts] = [...ports] as [number, number, number, number, number, number, number, number]
   // One teardown, in order: the nodes, HAProxy, etcd, then their files.
   const parts: { etcd?: Running; haproxy?: Running } = {}
@@ -124,7 +125,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000): Promise
 
   const etcd = envFile(join(HA_DIR, 'etcd.env'))
   const peer = `http://127.0.0.1:${etcdPeer}`
-  const etcdProcess = (parts.etcd = run('/usr/bin/etcd', [], {
+  const etcdProcess = (parts.etcd = startProcess('/usr/bin/etcd', [], {
     ...etcd,
     ETCD_DATA_DIR: join(dir, 'etcd'),
     ETCD_LISTEN_CLIENT_URLS: `http://127.0.0.1:${etcdClient}`,
@@ -162,7 +163,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000): Promise
       start() {
         earlier += patroni?.output() ?? ''
         // PostgreSQL refuses to run as root: Patroni and its PostgreSQL run as postgres.
-        patroni = run('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups', '/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, dir)
+        patroni = startProcess('setpriv', [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups', '/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, dir)
       },
       async kill() {
         const pids = [...(patroni && !gone(patroni.child.pid!) ? [patroni.child.pid!] : []), ...postgresProcesses(dataDir)]
@@ -175,7 +176,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000): Promise
   }
   for (const node of nodes) node.start()
 
-  const haproxy = (parts.haproxy = run('/usr/sbin/haproxy', ['-db', '-f', join(HA_DIR, 'haproxy.cfg')], {
+  const haproxy = (parts.haproxy = startProcess('/usr/sbin/haproxy', ['-db', '-f', join(HA_DIR, 'haproxy.cfg')], {
     PRIMARY_PORT: String(haproxyPort),
     STATS_PORT: String(statsPort),
     NODE1_PORT: String(nodes[0]!.pgPort),

@@ -1,7 +1,9 @@
 /**
  * Raw HTTP/1.1 over a real socket, for requests no HTTP client would send
  * (malformed request lines, bad headers, broken chunked bodies, partial requests):
- * writes the bytes as given and reads the one response the server sends back.
+ * writes the bytes as given and reads the one response the server sends back. The
+ * requests are built from {@link requestHead} on. A well-formed `POST /plants` is
+ * sent with `postPlant` (`post-plant.ts`).
  *
  * @module
  */
@@ -65,6 +67,29 @@ export async function exchange(target: Target, request: string | string[], timeo
   } finally {
     socket.destroy()
   }
+}
+
+/** Header lines of a request's head: `Name: value\r\n` each, in order. */
+export function headerLines(headers: Record<string, string>): string {
+  return Object.entries(headers)
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('')
+}
+
+/**
+ * The head of an HTTP/1.1 request up to its last header line: the request line,
+ * `Host: localhost`, then `headers`. The blank line that ends the head is not there:
+ * the caller adds what the request under test needs (more headers, a malformed
+ * one, a body) and ends it.
+ */
+export function requestHead(method: string, path: string, headers: Record<string, string> = {}): string {
+  return `${method} ${path} HTTP/1.1\r\nHost: localhost\r\n${headerLines(headers)}`
+}
+
+/** A whole request, one per connection (`Connection: close`); with `body`, its `Content-Length`. */
+export function wholeRequest(method: string, path: string, headers: Record<string, string> = {}, body?: string): string {
+  const length = body === undefined ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`
+  return `${requestHead(method, path, headers)}${length}Connection: close\r\n\r\n${body ?? ''}`
 }
 
 /** Opens a TCP or TLS connection to `target` (HTTP/1.1 by ALPN). */

@@ -19,7 +19,8 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { closedPort, postgresSchema, type TestContext } from './app.js'
+import { postgresSchema, type TestContext } from './app.js'
+import { freePort } from './machine.js'
 import { type Container, podman, runContainer, waitUntil } from './podman.js'
 
 /** The port the image's service listens on (its `PORT`). */
@@ -55,7 +56,7 @@ export async function bridgeGateway(): Promise<Bridge> {
  * @throws when socat is not installed or does not listen within 5 s.
  */
 export async function postgresOnBridge(t: TestContext, bridge: Bridge, target: { host: string; port: number }): Promise<{ host: string; port: number }> {
-  const port = await closedPort()
+  const port = await freePort()
   // setsockopt-listen=SOL_IP:IP_FREEBIND:1 (0:15, a 4-byte int) before bind.
   const listen = `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,reuseaddr,fork,backlog=128,range=${bridge.subnet}`
   // -d -d: socat reports "listening on" once it listens (and each connection after).

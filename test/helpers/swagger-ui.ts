@@ -15,6 +15,7 @@ import { dirname } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import type { Test } from 'tap'
+import type { TestContext } from './app.js'
 import { CHROMIUM } from './needs.js'
 import { type Gateway, GATEWAY_PREFIX } from './nginx.js'
 /** Milliseconds any one step (navigation, click, wait) may take. */
@@ -30,7 +31,7 @@ export function screenshotPath(name: string): string {
  * Starts headless Chromium, closed at teardown.
  * @throws when Chromium is not installed or does not start within 30 s.
  */
-export async function launchChromium(t: Pick<Test, 'teardown'>): Promise<Browser> {
+export async function launchChromium(t: TestContext): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`Chromium is missing at ${CHROMIUM}: install it (apt-get install chromium) to run the browser tests`)
   }

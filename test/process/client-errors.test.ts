@@ -14,7 +14,7 @@ import type { AppConfig } from '../../service/app.js'
 import { clientErrorHandler } from '../../service/errors.js'
 import { build, logSink, TOKEN } from '../helpers/app.js'
 import { assertErrorBody, contractViolations } from '../helpers/contract.js'
-import { exchange, open, type RawResponse } from '../helpers/raw-http.js'
+import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.js'
 
 /** A listening app whose log lines (pino JSON) the test can read. */
 async function listening(t: Test, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string; logs: () => Array<Record<string, unknown>> }> {
@@ -35,7 +35,8 @@ function rejected(t: Test, response: RawResponse, status: number, logs: Array<Re
   )
 }
 
-const POST = `POST /plants HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`
+/** The head of an authorized JSON `POST /plants`, for requests that go on in their own way. */
+const POST = requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' })
 
 /** Requests Node's HTTP parser refuses, what it reports (llhttp), and the status the client gets. */
 const parserErrors: Array<[string, string, number]> = [
@@ -107,7 +108,7 @@ t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §
 t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with the Error body', async (t) => {
   const { url, logs } = await listening(t)
   for (const path of ['/plants%zz', '/docs/%C0', '/%']) {
-    const response = await exchange({ url }, `GET ${path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n`)
+    const response = await exchange({ url }, wholeRequest('GET', path))
     rejected(t, response, 400, logs())
   }
 })
@@ -135,7 +136,7 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
   socket.resetAndDestroy()
   const [error] = await reported
   t.equal(error.code, 'ECONNRESET')
-  const after = await exchange({ url }, 'GET /health/live HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n')
+  const after = await exchange({ url }, wholeRequest('GET', '/health/live'))
   t.equal(after.statusCode, 200, 'the service still serves')
   t.notOk(logs().some((line) => line.msg === 'request rejected' || line.msg === 'connection failed'), 'no rejection logged')
 })

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { execFileSync } from 'node:child_process'
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -17,17 +16,18 @@ import { openStore } from '../../service/store/database.js'
 import { SQLITE_FILE } from '../../service/store/sqlite.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { storeOptions, testConfig } from '../helpers/app.js'
+import { run } from '../helpers/command.js'
 
 t.test('a DATA_DIR that cannot be created stops the start with a message naming DATA_DIR and the reason', async (t) => {
   // Root may write any directory, so it gets a read-only file system instead (mount(8)).
   const root = process.getuid?.() === 0
   const parent = mkdtempSync(join(tmpdir(), 'plant-store-parent-'))
-  t.teardown(() => {
-    if (root) execFileSync('umount', ['--lazy', parent])
+  t.teardown(async () => {
+    if (root) await run('umount', ['--lazy', parent])
     chmodSync(parent, 0o700)
     rmSync(parent, { recursive: true, force: true })
   })
-  if (root) execFileSync('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', parent])
+  if (root) await run('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', parent])
   else chmodSync(parent, 0o555)
   const dataDir = join(parent, 'data')
   await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {

@@ -10,18 +10,17 @@ import t, { type Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { openStore } from '../../service/store/database.js'
-import { closedPort, JSON_HEADERS, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
-import { postPlant } from '../helpers/contract.js'
+import { postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { freePort } from '../helpers/machine.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { cuttableProxy, runToExit, startService } from '../helpers/process.js'
 
-async function post(url: string, body: object): Promise<number> {
-  try {
-    const response = await fetch(`${url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: JSON.stringify(body) })
-    await response.arrayBuffer()
-    return response.status
-  } catch {
-    return 0 // connection refused or reset: the request was not answered
-  }
+/** The status of a create sent to the service at `url`; 0 when it was not answered (connection refused or reset). */
+async function statusOf(url: string, body: object): Promise<number> {
+  return postPlant(url, body).then(
+    (response) => response.statusCode,
+    () => 0,
+  )
 }
 
 t.test('two replicas on one database: the same id is stored once; identical content is 200 on both, different content one 200 and 409s', async (t) => {
@@ -29,15 +28,15 @@ t.test('two replicas on one database: the same id is stored once; identical cont
   const env = { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') }
   const [a, b] = await Promise.all([startService(t, env), startService(t, env)])
   const ids = Array.from({ length: 50 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
-  const identical = await Promise.all(ids.flatMap((id) => [a!, b!, a!, b!].map((service) => post(service.url, { id: `${id}`, name: 'same' }))))
+  const identical = await Promise.all(ids.flatMap((id) => [a!, b!, a!, b!].map((service) => statusOf(service.url, { id: `${id}`, name: 'same' }))))
   t.ok(identical.every((status) => status === 400), 'string ids are refused (no coercion), so nothing above is stored')
 
-  const raw = (service: { url: string }, id: bigint, name: string) =>
-    fetch(`${service.url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: `{"id":${id},"name":"${name}"}` }).then((response) => response.status)
-  const same = await Promise.all(ids.flatMap((id) => [raw(a!, id, 'same'), raw(b!, id, 'same'), raw(a!, id, 'same'), raw(b!, id, 'same')]))
+  // ids beyond 2^53, sent exactly
+  const create = (service: { url: string }, id: bigint, name: string) => statusOf(service.url, { id, name })
+  const same = await Promise.all(ids.flatMap((id) => [create(a!, id, 'same'), create(b!, id, 'same'), create(a!, id, 'same'), create(b!, id, 'same')]))
   t.ok(same.every((status) => status === 200), 'identical content: 200 from both replicas')
   const racing = ids.map((id) => 8_000_000_000_000_000_000n + (id - 7_000_000_000_000_000_000n))
-  const raced = await Promise.all(racing.map((id) => Promise.all([raw(a!, id, 'from-a'), raw(b!, id, 'from-b')])))
+  const raced = await Promise.all(racing.map((id) => Promise.all([create(a!, id, 'from-a'), create(b!, id, 'from-b')])))
   t.ok(raced.every(([x, y]) => [x, y].sort().join() === '200,409'), 'different content: exactly one 200 and one 409 per id')
   const { rows } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
   t.same(rows[0], { plants: ids.length * 2, ids: ids.length * 2 }, 'each id stored exactly once')
@@ -49,7 +48,7 @@ t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 2
   const proxy = await cuttableProxy(t, url)
   // The tight connect timeout is for the outage; the schema is migrated without it.
   const app = await migratedApp(t, { databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 })
-  const send = (id: number) => postPlant(t, app, { id, name: `plant ${id}` })
+  const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
 
   // Connecting may outlast 300 ms on a loaded machine: 503, retried as the contract says.
   const before = await Promise.all([1, 2, 3, 4, 5].map((id) => createRetrying(app, { id, name: `plant ${id}` })))
@@ -82,7 +81,7 @@ t.test('a database migrated by a newer release refuses to start, with a clear me
 })
 
 t.test('a database that cannot be reached at start stops the start with one line naming the cause, not a stack', async (t) => {
-  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await closedPort()}/plants`, NODE_ENV: 'test' })
+  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`, NODE_ENV: 'test' })
   t.equal(code, 1)
   t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
   t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
@@ -114,7 +113,7 @@ async function createRetrying(app: FastifyInstance, plant: { id: number; name: s
   const statuses: number[] = []
   const deadline = Date.now() + 30000
   for (;;) {
-    const response = await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: plant })
+    const response = await postPlant(app, plant)
     statuses.push(response.statusCode)
     const retryAfter = Number(response.headers['retry-after'])
     if (response.statusCode !== 503 || !(retryAfter >= 0) || Date.now() + retryAfter * 1000 > deadline) return statuses
@@ -136,7 +135,7 @@ t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the 
   const worker = async () => {
     while (next < sendUntil) {
       const id = next++
-      const status = await post(service.url, { id, name: `plant ${id}` })
+      const status = await statusOf(service.url, { id, name: `plant ${id}` })
       answered.set(id, status)
       if (status === 200 && ++created === 200) enough()
       if (status === 0) return
@@ -165,7 +164,7 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   const statementTimeoutMs = 3000
   const app = await migratedApp(t, { databaseUrl: url, databasePoolSize: 1, databaseStatementTimeoutMs: statementTimeoutMs, databaseConnectTimeoutMs: 100 })
   t.equal((await untilReady(app)).at(-1), 200, 'ready: the pool holds its one connection')
-  const send = (id: number) => postPlant(t, app, { id, name: 'Ficus' })
+  const send = (id: number) => postPlant(app, { id, name: 'Ficus' }, { t })
   // Another session holds the row of id 1, uncommitted: the service's INSERT of id 1
   // waits on it, holding the pool's only connection.
   await client.query('begin')

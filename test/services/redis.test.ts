@@ -8,27 +8,24 @@
  * @module
  */
 import { randomBytes, randomInt } from 'node:crypto'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { build, TOKEN } from '../helpers/app.js'
 import { requires, TEST_REDIS_URL } from '../helpers/needs.js'
+import { postPlant } from '../helpers/post-plant.js'
 
 const WRONG = 'wrong-token-0123456789abcdef'
 
-/** A create with `token`, or a failed authentication from `address`. */
-const create = (token: string, id: number, address = '127.0.0.1') => ({
-  method: 'POST' as const,
-  url: '/plants',
-  remoteAddress: address,
-  headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-  payload: { id, name: 'Ficus' },
-})
+/** A create on `app` with `token`, or a failed authentication from `address`. */
+const create = (app: FastifyInstance, token: string, id: number, address = '127.0.0.1') =>
+  postPlant(app, { id, name: 'Ficus' }, { from: address, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } })
 
 t.test('with Redis, replicas share one budget per token', requires('redis'), async (t) => {
   const token = `shared-${randomBytes(16).toString('hex')}`
   const config = { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: TEST_REDIS_URL }
   const [a, b] = [await build(t, config), await build(t, config)]
   const statuses = []
-  for (const [i, app] of [a, b, a, b].entries()) statuses.push((await app!.inject(create(token, i))).statusCode)
+  for (const [i, app] of [a, b, a, b].entries()) statuses.push((await create(app!, token, i)).statusCode)
   t.same(statuses, [200, 200, 200, 429])
 })
 
@@ -37,7 +34,7 @@ t.test('with Redis, replicas share one failure budget per address', requires('re
   const config = { authFailureLimitMax: 2, rateLimitRedisUrl: TEST_REDIS_URL }
   const [a, b] = [await build(t, config), await build(t, config)]
   const answered = []
-  for (const app of [a, b, a, b]) answered.push((await app!.inject(create(WRONG, randomInt(1, 2 ** 40), address))).statusCode)
+  for (const app of [a, b, a, b]) answered.push((await create(app!, WRONG, randomInt(1, 2 ** 40), address)).statusCode)
   t.same(answered, [401, 401, 429, 429])
-  t.equal((await b!.inject(create(TOKEN, randomInt(1, 2 ** 40), address))).statusCode, 200)
+  t.equal((await create(b!, TOKEN, randomInt(1, 2 ** 40), address)).statusCode, 200)
 })

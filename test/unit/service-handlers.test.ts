@@ -7,19 +7,20 @@
  *
  * @module
  */
-import { execFile } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { promisify } from 'node:util'
 import t from 'tap'
 import { generateTypes } from '../../api/types.js'
 import { fixtureContract } from '../fixtures/plant-contract.js'
+import { CommandError, run } from '../helpers/command.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const handlers = fileURLToPath(new URL('../../service/handlers.js', import.meta.url))
+/** How long one compile may take on a busy machine (tap's limit for the file is the outer bound). */
+const TSC_TIMEOUT_MS = 240_000
 
 /** A fixture service over the fixture's `operations`; `getPlant` is the extra method, if any. */
 function fixtureService(getPlant: string): string {
@@ -49,11 +50,11 @@ async function compile(dir: string, generated: string, service: string): Promise
     }),
   )
   try {
-    const { stdout } = await promisify(execFile)(process.execPath, [tsc, '-p', dir, '--pretty', 'false'])
+    const { stdout } = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { timeoutMs: TSC_TIMEOUT_MS })
     return { code: 0, output: stdout }
   } catch (error) {
-    const failure = error as { code: number; stdout: string }
-    return { code: failure.code, output: failure.stdout }
+    if (!(error instanceof CommandError) || error.exitCode === null) throw error
+    return { code: error.exitCode, output: error.stdout }
   }
 }
 

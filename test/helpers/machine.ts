@@ -1,0 +1,39 @@
+/**
+ * What the machine offers a test and the test run: programs on PATH, and free
+ * loopback ports. It imports nothing of the repository, so that `test/run/` (run by
+ * Node without tap's loader, importing it as `./machine.ts`) can use it too.
+ *
+ * @module
+ */
+import { once } from 'node:events'
+import { accessSync, constants } from 'node:fs'
+import { createServer } from 'node:net'
+import { delimiter, join } from 'node:path'
+
+/** Whether `path` is a file this process may execute. */
+export function isExecutable(path: string): boolean {
+  try {
+    accessSync(path, constants.X_OK)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/** Whether `command` is found on PATH. */
+export function onPath(command: string): boolean {
+  return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
+}
+
+/**
+ * A loopback port nothing listens on (taken from the OS, then released): to listen
+ * on, or to connect to and be refused.
+ */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
