@@ -23,7 +23,7 @@
  * - it parses a JSON body with `JSON.parse` and forwards it re-serialized, so
  *   malformed JSON, duplicate names and ids beyond 2^53 never reach the service
  *   intact; those 400s are covered by `properties.test.ts` and
- *   `test/contract/validation.test.ts`;
+ *   `test/app/validation.test.ts`;
  * - in proxy mode it ignores `servers` (the relative `..` is no obstacle).
  *
  * 503 and 429 come from a second app whose store is unreachable and whose rate

@@ -62,14 +62,14 @@ const program = (name: string, install: string): Program => ({ name, present: ()
 const chromium: Program = { name: 'Chromium (/usr/bin/chromium)', present: () => isExecutable('/usr/bin/chromium'), install: 'apt-get install chromium' }
 
 const LAYERS: Record<string, Layer> = {
-  // test/unit, test/contract, test/process (package.json's tap.include) on the embedded store, with the coverage bar.
+  // test/unit, test/app, test/process (package.json's tap.include) on the embedded store, with the coverage bar.
   embedded: { needs: ['postgres'], commands: [['tap']] },
   // Again with every app on PostgreSQL: the tests whose apps store plants. The other
   // unit and process tests never read TEST_DATABASE_URL (store.test.ts uses PostgreSQL
   // in the layer above already), so a second run of them would prove nothing new.
   postgres: {
     needs: ['postgres'],
-    commands: [['tap', ...NO_COVERAGE, 'test/contract/**/*.test.ts', 'test/process/{client-errors,postgres,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
+    commands: [['tap', ...NO_COVERAGE, 'test/app/**/*.test.ts', 'test/process/{client-errors,postgres,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
     env: (services) => ({ TEST_DATABASE_URL: services.postgres! }),
   },
   // Prism, fast-check, the typed clients; the released contract's compatibility; the Arazzo workflow.

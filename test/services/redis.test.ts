@@ -3,7 +3,7 @@
  * token, and one failed-authentication budget per client address, whichever replica
  * a request reaches. Needs Redis (`TEST_REDIS_URL`, which `npm run test:services`
  * starts); the limits of one replica, and Redis unreachable, are in
- * `test/contract/protection.test.ts`.
+ * `test/app/protection.test.ts`.
  *
  * @module
  */
