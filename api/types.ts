@@ -1,8 +1,8 @@
 /**
  * The service's TypeScript types, generated from openapi.yaml by openapi-typescript
- * into service/generated/openapi.ts. `node api/types.ts` (`npm run generate`)
- * writes the file; with `--check` (`npm run check:types`) it exits 1 when the file
- * is stale.
+ * into service/generated/openapi.ts. `node api/types.ts [--check] [contract] [output]`:
+ * `npm run generate` writes the file; with `--check` (`npm run check:types`) it
+ * exits 1 when the file is stale.
  *
  * One option beyond openapi-typescript's defaults: an `int64` is a `bigint`, the
  * exact value the service hands its handlers (service/exact-integers.ts).
@@ -10,6 +10,7 @@
  * @module
  */
 import { readFileSync, writeFileSync } from 'node:fs'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import openapiTS, { astToString, COMMENT_HEADER, type OpenAPI3 } from 'openapi-typescript'
 import ts from 'typescript'
 
@@ -28,10 +29,13 @@ export async function generateTypes(document: URL | OpenAPI3): Promise<string> {
 }
 
 if (import.meta.main) {
-  const text = await generateTypes(CONTRACT)
-  if (!process.argv.includes('--check')) writeFileSync(GENERATED, text)
-  else if (readFileSync(GENERATED, 'utf8') !== text) {
-    console.error('service/generated/openapi.ts is stale: run npm run generate')
+  const args = process.argv.slice(2)
+  const check = args[0] === '--check'
+  const [contract, output] = args.slice(check ? 1 : 0).map((path) => pathToFileURL(path))
+  const text = await generateTypes(contract ?? CONTRACT)
+  if (!check) writeFileSync(output ?? GENERATED, text)
+  else if (readFileSync(output ?? GENERATED, 'utf8') !== text) {
+    console.error(`${fileURLToPath(output ?? GENERATED)} is stale: run npm run generate`)
     process.exitCode = 1
   }
 }

@@ -36,7 +36,7 @@ import { stringify } from 'lossless-json'
 import type { Config } from './config.js'
 import { loadContractReadings, type OpenApiDocument, operationMethods } from './contract.js'
 import { shapeOperationRoutes } from './operation-routes.js'
-import { clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
+import { CONNECT_REFUSED, clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { exactInt64, int64Format } from './exact-integers.js'
 import { parseJsonBody } from './json-body.js'
 import { RequestLogController } from './logging.js'
@@ -203,9 +203,9 @@ function guardConnections(app: FastifyInstance, config: AppConfig): void {
   // An expectation other than 100-continue is ignored, as the gateway does (RFC 9110
   // §10.1.1 allows it); Node would answer 417 without a body.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
-  // CONNECT asks for a tunnel, which the service is not (RFC 9110 §9.1: 501); Node
-  // would close the connection without an answer.
-  app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(501, 'Not Implemented: CONNECT is not supported'), socket))
+  // CONNECT asks for a tunnel, which the service does not open: 400, as client input
+  // never gets a 5xx (openapi.yaml, BadRequest); Node would close the connection silently.
+  app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
 }
 
 /** The first hook of every request: its id on the reply, a Host (RFC 9112 §3.2), no token in the URL (RFC 6750 §2.3). */

@@ -61,6 +61,9 @@ export class ServiceUnavailableError extends HttpError {
 /** Message of every 415: the one media type the contract declares (RFC 9110 §15.5.16). */
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as application/json'
 
+/** The answer to CONNECT (RFC 9110 §9.3.6): the service opens no tunnel. */
+export const CONNECT_REFUSED = 'Bad Request: CONNECT asks for a tunnel, which the service does not open'
+
 /** The contract's `Error` body. */
 type ErrorBody = components['schemas']['Error']
 

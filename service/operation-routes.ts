@@ -36,8 +36,8 @@ export function shapeOperationRoutes(app: FastifyInstance, contract: OpenApiDocu
  * For each path of the contract, answers every method it has no operation for with
  * 405, `Allow` listing those it has (RFC 9110 §15.5.6), and the `Error` body, before
  * any body is read. Every method Node's HTTP parser knows is routed (Fastify routes
- * nine by default), but CONNECT, which asks for a tunnel (501, see `app.ts`); a
- * method the parser does not know is 501 (`errors.ts`). HEAD is allowed where GET is:
+ * nine by default), but CONNECT, which asks for a tunnel (400, see `app.ts`); a
+ * method the parser does not know is 400 (`errors.ts`). HEAD is allowed where GET is:
  * Fastify answers it (RFC 9110 §9.3.2).
  */
 export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocument): void {

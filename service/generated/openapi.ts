@@ -75,7 +75,8 @@ export interface components {
          *     sent in the query string (`access_token`, RFC 6750 §2.3: not
          *     supported), which gets `WWW-Authenticate` with `error="invalid_request"`.
          *     Also a method no HTTP specification defines (RFC 9110 §9.1 suggests
-         *     501; the service keeps 5xx for its own faults). Also a request that is
+         *     501; the service keeps 5xx for its own faults), and CONNECT, which asks
+         *     for a tunnel the service does not open. Also a request that is
          *     not valid HTTP/1.1: a malformed request line,
          *     header or percent-encoding, no `Host` header (RFC 9112 §3.2), both
          *     `Content-Length` and `Transfer-Encoding` or two different

@@ -156,6 +156,12 @@ const provokers: Record<
       return exchange({ url }, `${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`)
     },
   },
+  'BadRequest/connect': {
+    answer: async (t) => {
+      const { url } = await listen(t)
+      return exchange({ url }, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
+    },
+  },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
   'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
   'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },

@@ -28,7 +28,7 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
 
 t.test('every method on /plants but POST is 405 with Allow: POST and the Error body, before any body is read (RFC 9110 §15.5.6)', async (t) => {
   const { url } = await listen(t)
-  // Every method Node's parser accepts but CONNECT (a tunnel: 501), whatever the body
+  // Every method Node's parser accepts but CONNECT (a tunnel: 400), whatever the body
   // or its media type; HEAD (no body to read back) below.
   const others = METHODS.filter((method) => !['POST', 'CONNECT', 'HEAD'].includes(method))
   t.ok(others.includes('TRACE') && others.includes('QUERY') && others.includes('PROPFIND'))

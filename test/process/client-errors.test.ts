@@ -121,10 +121,10 @@ t.test('an expectation other than 100-continue is ignored, as the gateway does (
   t.strictSame(JSON.parse(response.body), { name: 'Fern' })
 })
 
-t.test('CONNECT is 501 with the Error body, not a silently closed connection', async (t) => {
+t.test('CONNECT is 400 with the Error body (no 5xx for client input), not a silently closed connection', async (t) => {
   const { url, logs } = await listening(t)
   const response = await exchange({ url }, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
-  rejected(t, response, 501, logs())
+  rejected(t, response, 400, logs())
 })
 
 t.test('a client that resets its connection amid the headers gets nothing, and nothing is logged', async (t) => {

@@ -1,14 +1,16 @@
 /**
  * Reading the contract (service/contract.ts): one parse gives both readings, integers
  * as JS numbers for glue and as bigints, digit for digit, for the documentation; a
- * file that is not YAML is refused with the parser's error.
+ * file that is not YAML is refused with the parser’s error; the methods of its
+ * operations (what CORS allows).
  *
  * @module
  */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { loadContract, loadContractReadings } from '../../service/contract.js'
+import { loadContract, loadContractReadings, operationMethods } from '../../service/contract.js'
+import { fixtureContract } from '../fixtures/plant-contract.js'
 
 t.test('integers are JS numbers in the document and bigints as written in the exact reading', async (t) => {
   const dir = t.testdir({ 'openapi.yaml': 'id: 9007199254740993\nratio: 1.5\nname: x\n' })
@@ -20,4 +22,12 @@ t.test('integers are JS numbers in the document and bigints as written in the ex
 t.test('a file that is not YAML is refused with the parser’s error', async (t) => {
   const dir = t.testdir({ 'openapi.yaml': 'paths: [\n' })
   t.throws(() => loadContract(pathToFileURL(join(dir, 'openapi.yaml'))), { name: 'YAMLParseError' })
+})
+
+t.test("operationMethods lists each method of the contract's operations once, nothing else of a path item", async (t) => {
+  const contract = fixtureContract()
+  t.strictSame(operationMethods(contract), ['GET', 'POST'])
+  contract.paths['/plants/{id}'] = { ...contract.paths['/plants/{id}'], summary: 'one plant', parameters: [], delete: { operationId: 'deletePlant', responses: {} } }
+  contract.paths['/other'] = { post: { operationId: 'other', responses: {} } }
+  t.strictSame(operationMethods(contract), ['DELETE', 'GET', 'POST'])
 })
