@@ -1,9 +1,7 @@
 /**
- * Builds the Plant Store application from openapi.yaml; never listens (see
- * `start.ts` for the process). Tests build it too and use `inject` or `listen`.
- *
- * The hooks a `POST /plants` passes through, in order, with the default settings
- * (`app.test.ts` holds this list to Fastify's `printRoutes({ includeHooks: true })`):
+ * Builds the application from openapi.yaml (start.ts listens). The hooks a `POST /plants`
+ * passes through, in order, with the default settings (test/app/request-path.test.ts
+ * holds this list to `printRoutes({ includeHooks: true })`):
  *
  * | step          | hook               | does                                                         |
  * |---------------|--------------------|--------------------------------------------------------------|
@@ -21,7 +19,6 @@
  * | onResponse    | observeRequest     | request duration metric                                      |
  *
  * Any failure on the way becomes the `Error` body in `errorHandler` (errors.ts).
- *
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -72,21 +69,15 @@ export type AppConfig = Pick<
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
 
-/**
- * How requests are validated. No coercion: a string is not an integer, null is not a
- * string (openapi.yaml, "Integers"); parameters, which are text, are read by their
- * schema instead (`exactInt64`).
- */
+/** No coercion (openapi.yaml, "Integers"): parameters, which are text, are read by their schema instead (`exactInt64`). */
 export const AJV_OPTIONS = {
   customOptions: { coerceTypes: false },
   // Runs after ajv-formats, so the exact int64 check replaces its Number.isInteger one.
   onCreate: (ajv) => ajv.addFormat('int64', int64Format),
 } satisfies FastifyServerOptions['ajv']
 
-/** An `X-Request-Id` we accept from a client or gateway; anything else is replaced. */
 const requestIdPattern = /^[\w\-.:]{1,128}$/
 
-/** Request id: the caller's `X-Request-Id` when well-formed, else a new UUID. */
 function requestId(request: IncomingMessage): string {
   const given = request.headers['x-request-id']
   return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
@@ -98,11 +89,9 @@ export interface Operations {
   readonly contract: OpenApiDocument
   /** The same document as served at {@link DOCS_PREFIX}; see `registerDocs`. */
   readonly documented: unknown
-  /** The service class: one method per `operationId` (`ServiceHandlers`, handlers.ts). */
   readonly service: (parts: ServiceParts) => object
 }
 
-/** openapi.yaml's operations, implemented by {@link PlantService}. */
 function plantStore(): Operations {
   const { document, exact } = loadContractReadings()
   return {
@@ -113,15 +102,7 @@ function plantStore(): Operations {
 }
 
 /**
- * Creates the application: a Fastify instance with the contract's routes, security,
- * validation, serialization, Swagger UI, probes, metrics, protections and the
- * migrated store. Not yet listening. The steps below are in the order a request
- * meets them (see the table above).
- *
- * @param config - see {@link AppConfig}; `loadConfig` gives every default.
- * @param logger - Fastify logger option (pino options, or `false`).
- * @param operations - what to serve; openapi.yaml's by default.
- * @returns the instance, ready; `close()` drains it and closes the store.
+ * Creates the application, ready but not listening; its steps follow a request (the table above).
  * @throws when the contract is invalid or the store cannot be opened or migrated.
  */
 export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false, operations: Operations = plantStore()): Promise<FastifyInstance> {
@@ -159,7 +140,6 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   return app
 }
 
-/** Fastify's options: limits and timeouts from `config`, and the `Error` body for what Node and the router reject. */
 function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {
   return {
     logger,
@@ -173,8 +153,7 @@ function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger'
     http: {
       // identifyRequest answers a missing Host with the Error body; Node's check has none.
       requireHostHeader: false,
-      // How often Node looks for requests past HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS;
-      // its default (30 s) would send the 408 up to 30 s late.
+      // Node's default (30 s) would send the 408 of HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS up to 30 s late.
       connectionsCheckingInterval: 1000,
     },
     clientErrorHandler,
@@ -185,7 +164,6 @@ function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger'
   }
 }
 
-/** OpenTelemetry tracing, when configured; without it no OpenTelemetry module is loaded. */
 async function registerTracing(app: FastifyInstance, config: AppConfig) {
   if (config.otelExporterOtlpEndpoint === undefined) return undefined
   const tracing = (await import('./tracing.js')).startTracing(config.otelExporterOtlpEndpoint)
@@ -194,17 +172,13 @@ async function registerTracing(app: FastifyInstance, config: AppConfig) {
   return tracing
 }
 
-/** Node's server: header timeout, connection cap, and answers for `Expect` and CONNECT. */
 function guardConnections(app: FastifyInstance, config: AppConfig): void {
   app.server.headersTimeout = config.headersTimeoutMs
-  // Past this many open connections Node closes new ones at once, before a file
-  // descriptor the store or the pool needs runs out.
+  // Past this, Node closes new connections at once, before the store or the pool runs out of file descriptors.
   app.server.maxConnections = config.maxConnections
-  // An expectation other than 100-continue is ignored, as the gateway does (RFC 9110
-  // §10.1.1 allows it); Node would answer 417 without a body.
+  // An expectation other than 100-continue is ignored, as RFC 9110 §10.1.1 allows; Node would answer 417 without a body.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
-  // CONNECT asks for a tunnel, which the service does not open: 400, as client input
-  // never gets a 5xx (openapi.yaml, BadRequest); Node would close the connection silently.
+  // CONNECT asks for a tunnel: 400, as client input never gets a 5xx; Node would close without an answer.
   app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
 }
 
@@ -216,7 +190,6 @@ function identifyRequest(request: FastifyRequest, reply: FastifyReply, done: Hoo
   done()
 }
 
-/** Opens the store and migrates it when configured; closed with the app. */
 async function openMigratedStore(app: FastifyInstance, config: AppConfig): Promise<Store> {
   const store = openStore({
     ...config,
@@ -246,12 +219,7 @@ function acceptJsonOnly(app: FastifyInstance): void {
   })
 }
 
-/**
- * The contract and Swagger UI at {@link DOCS_PREFIX}.
- *
- * @param document - the contract as served: its integers bigints, digit for digit
- *   (`loadContractReadings`), which lossless-json writes as they are.
- */
+/** The contract, its integers digit for digit (lossless-json), and Swagger UI at {@link DOCS_PREFIX}. */
 async function registerDocs(app: FastifyInstance, document: unknown): Promise<void> {
   await app.register(async (docs) => {
     docs.setReplySerializer((payload) => stringify(payload) as string)
@@ -260,9 +228,8 @@ async function registerDocs(app: FastifyInstance, document: unknown): Promise<vo
       routePrefix: DOCS_PREFIX,
       // No top bar: its "Explore" field loads other documents into the service's page.
       uiConfig: { layout: 'BaseLayout' },
-      // Without a trailing slash @fastify/swagger-ui links its assets from the root
-      // (`/docs/static/…`), escaping a gateway's path prefix; a relative redirect
-      // (RFC 9110 §10.2.2) to `docs/` keeps every link relative to where it is mounted.
+      // Without a trailing slash swagger-ui links its assets from the root, escaping a gateway's
+      // path prefix; a relative redirect (RFC 9110 §10.2.2) to `docs/` keeps them relative.
       uiHooks: {
         onRequest: async (request, reply) => {
           const [path, query] = request.url.split(/\?(.*)/s)

@@ -1,9 +1,5 @@
 /**
- * The client address that limits count and logs show. Behind a trusted gateway
- * Fastify (proxy-addr) takes `request.ip` from `X-Forwarded-For` as written, so any
- * text a trusted hop passed on (`not-an-ip`, `0xc6.51.100.1`, `198.51.100.1:1234`,
- * 7 KB of anything) would become the client's address, and a new budget.
- *
+ * The client address that rate limits and logs use.
  * @module
  */
 import { isIP } from 'node:net'
@@ -11,11 +7,9 @@ import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 
 /**
- * The request's client address: along the hops Fastify trusts (`request.ips`: the
- * socket's address, then `X-Forwarded-For` from the right), the last one before
- * anything that is not an IP address (`node:net` `isIP`: dotted-quad IPv4 without
- * leading zeros, or IPv6); the socket's address when the first forwarded entry is
- * not one. Normalised: IPv4-mapped IPv6 as IPv4, IPv6 in RFC 5952 form.
+ * The last hop Fastify trusts (`request.ips`, socket first) before any entry that is
+ * not an IP address (`isIP`), so arbitrary `X-Forwarded-For` text cannot become a new
+ * rate-limit budget; normalised (IPv4-mapped as IPv4, IPv6 per RFC 5952).
  */
 export function clientAddress(request: FastifyRequest): string {
   const hops = request.ips ?? [request.ip]

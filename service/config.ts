@@ -1,7 +1,5 @@
 /**
- * Configuration of the service: read from the environment once, validated, typed,
- * and passed down. No other module reads `process.env`.
- *
+ * Configuration, read from the environment once, validated and typed; no other module reads `process.env`.
  * @module
  */
 import { randomBytes } from 'node:crypto'
@@ -9,10 +7,6 @@ import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import { envSchema } from 'env-schema'
 
-/**
- * One setting's JSON Schema, as env-schema reads it (Ajv, with defaults filled in and
- * numbers and booleans read from their text).
- */
 interface SettingSchema {
   readonly type: 'string' | 'integer' | 'boolean'
   readonly enum?: readonly string[]
@@ -25,10 +19,8 @@ interface SettingSchema {
 }
 
 /**
- * Every setting of the service, one environment variable each: its type, bounds,
- * default and description (docs/configuration.md's settings table is generated
- * from them: `npm run generate:config-docs`). env-schema validates the environment
- * against it, dropping every other variable; {@link Config} is derived from it.
+ * Every setting, one environment variable each; docs/configuration.md's table is generated
+ * from it (`npm run generate:config-docs`). Other variables are dropped.
  */
 export const settingsSchema = {
   type: 'object',
@@ -138,7 +130,6 @@ export const settingsSchema = {
 
 type SettingSchemas = (typeof settingsSchema)['properties']
 
-/** The value a setting's schema admits: one of its `enum`, else a value of its `type`. */
 type SettingValue<Schema> = Schema extends { readonly enum: readonly (infer Member)[] }
   ? Member
   : Schema extends { readonly type: 'integer' }
@@ -147,7 +138,6 @@ type SettingValue<Schema> = Schema extends { readonly enum: readonly (infer Memb
       ? boolean
       : string
 
-/** The names of the settings with (`true`) or without (`false`) a default. */
 type Defaulted<With extends boolean> = {
   [Name in keyof SettingSchemas]: SettingSchemas[Name] extends { readonly default: unknown } ? (With extends true ? Name : never) : With extends true ? never : Name
 }[keyof SettingSchemas]
@@ -158,24 +148,16 @@ type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> 
 /** Settings that are lists or name files: {@link Config} holds what they mean instead. */
 type Interpreted = 'PLANT_STORE_TOKENS' | 'PLANT_STORE_TOKENS_FILE' | 'DATABASE_URL_FILE' | 'TRUST_PROXY' | 'CORS_ORIGINS'
 
-/** A variable's name in {@link Config}: `DATABASE_POOL_SIZE` is `databasePoolSize`. */
 type CamelCase<Name extends string> = Name extends `${infer Word}_${infer Rest}` ? `${Lowercase<Word>}${Capitalize<CamelCase<Rest>>}` : Lowercase<Name>
 
 type CamelCased<T> = { readonly [Name in keyof T as CamelCase<Name & string>]: T[Name] }
 
-/**
- * Typed, validated configuration of one service process: every setting of
- * {@link settingsSchema} under its camel-case name (`BODY_LIMIT` is `bodyLimit`),
- * the lists and files read.
- */
+/** The validated configuration: every setting under its camel-case name, its lists and files read. */
 export type Config = CamelCased<Omit<Settings, Interpreted>> & {
   /** `PLANT_STORE_TOKENS` and the tokens in `PLANT_STORE_TOKENS_FILE`, each once; or one generated. A secret. */
   readonly tokens: readonly string[]
-  /** True when no token was configured and one was generated for this development run. */
   readonly tokenGenerated: boolean
-  /** `TRUST_PROXY` as Fastify's `trustProxy`: `true`, `false`, or the gateways' addresses and CIDRs. */
   readonly trustProxy: boolean | string[]
-  /** `CORS_ORIGINS` as a list; empty sends no CORS headers. */
   readonly corsOrigins: readonly string[]
 }
 
@@ -185,16 +167,14 @@ export class ConfigError extends Error {
 }
 
 /**
- * Token syntax of RFC 6750 §2.1 (`b64token`), so every configured token can be sent,
- * and long enough to be unguessable: 32 random characters of it carry at least 128
- * bits (hex) and up to 192 (base64url), so guessing is infeasible, not just slow.
+ * RFC 6750 §2.1 `b64token` syntax, so every token can be sent; 32 random characters carry
+ * 128 bits (hex) to 192 (base64url): guessing is infeasible, not just slow.
  */
 const tokenPattern = /^[A-Za-z0-9\-._~+/]{32,}=*$/
 
 /** One character 8 times in a row: a placeholder, not a random token (odds 2^-40 or less for 32 random characters). */
 const longRun = /(.)\1{7}/
 
-/** True when `token` looks random enough to carry 128 bits: see {@link tokenPattern} and {@link longRun}. */
 function isStrongToken(token: string): boolean {
   return tokenPattern.test(token) && !longRun.test(token) && new Set(token).size >= 8
 }
@@ -203,18 +183,10 @@ function isStrongToken(token: string): boolean {
 const RESERVED_FILES = 128
 
 /**
- * Reads and validates the configuration.
- *
- * Tokens come from `PLANT_STORE_TOKENS` (comma-separated) and from the file named by
- * `PLANT_STORE_TOKENS_FILE` (container secrets; tokens separated by commas or
- * white space); both may be used at once. With none configured, a development or
- * test start generates one random token; a production start refuses.
- *
- * @param env - the process environment, e.g. `process.env`; not changed.
- * @returns the typed configuration.
- * @throws {ConfigError} naming the variable (never a secret's value) when a
- *   variable is invalid, a file cannot be read, a token is malformed, or
- *   `NODE_ENV=production` has no token.
+ * Reads and validates the configuration; with no token configured, a development or test
+ * start generates one.
+ * @throws {ConfigError} naming the variable, never a secret's value, when one is invalid or
+ *   unreadable, a token is weak, or `NODE_ENV=production` has no token.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   let settings: Settings
@@ -257,10 +229,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
 }
 
-/**
- * The process's soft open-file limit (RLIMIT_NOFILE), from `/proc/self/limits`;
- * 1024, the usual default, where that cannot be read (not Linux, or unlimited).
- */
+/** The soft open-file limit (RLIMIT_NOFILE) from `/proc/self/limits`; 1024 where unreadable. */
 export function openFileLimit(): number {
   try {
     return Number(/^Max open files\s+(\d+)\s/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1])
@@ -271,17 +240,15 @@ export function openFileLimit(): number {
   /* c8 ignore stop */
 }
 
-/** The same settings under their names in {@link Config}. */
 function camelCased<T extends object>(settings: T): CamelCased<T> {
   const named = Object.entries(settings).map(([name, value]) => [name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase()), value])
   return Object.fromEntries(named) as CamelCased<T>
 }
 
 /**
- * `TRUST_PROXY`: `true`/`false`, or a list of addresses and CIDRs. A hop count is
- * refused: Fastify 5 fails closed on it. In production, trusting every hop (`true`,
- * or a `/0` prefix) is refused: any client could then name its own address in
- * `X-Forwarded-For`, and with it its rate-limit budget and its log lines.
+ * `TRUST_PROXY`: `true`/`false`, or addresses and CIDRs. A hop count is refused (Fastify 5
+ * fails closed on it), and so is trusting every hop in production: any client could then
+ * choose its own address, and with it its rate-limit budget and log lines.
  */
 function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['trustProxy'] {
   const list = value === 'true' || value === 'false' ? [] : splitList(value)
@@ -297,10 +264,7 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
   return value === 'true' || value === 'false' ? value === 'true' : list
 }
 
-/**
- * An IPv4 or IPv6 address (`node:net` `isIP`), optionally with a prefix length of
- * at most 32 or 128 bits (RFC 4632, RFC 4291 §2.3).
- */
+/** An IP address (`isIP`), optionally with a prefix of at most 32 or 128 bits (RFC 4632, RFC 4291 §2.3). */
 function isAddressOrCidr(entry: string): boolean {
   const [address = '', prefix, ...more] = entry.split('/')
   const version = isIP(address)
@@ -308,12 +272,10 @@ function isAddressOrCidr(entry: string): boolean {
   return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
 }
 
-/** Items of a comma- or white-space-separated list, empty ones dropped. */
 function splitList(text: string): string[] {
   return text.split(/[\s,]+/).filter((item) => item !== '')
 }
 
-/** The tokens in `PLANT_STORE_TOKENS_FILE`, if it is set. */
 function readTokenFile(path: string | undefined): string[] {
   return path === undefined ? [] : splitList(readSecretFile('PLANT_STORE_TOKENS_FILE', path))
 }

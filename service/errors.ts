@@ -1,9 +1,6 @@
 /**
- * Typed HTTP errors, and the one place where any failure becomes the contract's
- * `Error` body (`{ error, message }`, `error` equal to the HTTP status): failures
- * in a route, requests Fastify's router rejects before any route runs, and
- * requests Node's HTTP parser rejects before Fastify sees them.
- *
+ * Typed HTTP errors, and the one place where any failure becomes the contract's `Error`
+ * body: failures in a route, and requests the router or Node's HTTP parser rejects.
  * @module
  */
 import { randomUUID } from 'node:crypto'
@@ -14,11 +11,7 @@ import type { components } from './generated/openapi.js'
 
 /** An error that carries the HTTP status it must be answered with, and its headers. */
 export class HttpError extends Error {
-  /**
-   * @param statusCode - HTTP status (4xx or 5xx) declared in openapi.yaml.
-   * @param message - text for a person; it is sent to the client, so no internals.
-   * @param headers - response headers that belong to this error (e.g. `WWW-Authenticate`).
-   */
+  /** @param message - sent to the client, so no internals. */
   constructor(
     readonly statusCode: number,
     message: string,
@@ -29,15 +22,8 @@ export class HttpError extends Error {
   }
 }
 
-/**
- * 401: no usable bearer token. Carries the `WWW-Authenticate` challenge of RFC 6750 §3,
- * with `error="invalid_token"` when a bearer token was sent but is not valid (§3.1).
- */
+/** 401 with the RFC 6750 §3 challenge; `error="invalid_token"` when a token was sent but is not valid (§3.1). */
 export class UnauthorizedError extends HttpError {
-  /**
-   * @param realm - protection space named in the challenge (RFC 9110 §11.5).
-   * @param invalidToken - whether a bearer token was sent and rejected.
-   */
   constructor(realm: string, invalidToken: boolean) {
     const challenge = invalidToken ? `Bearer realm="${realm}", error="invalid_token"` : `Bearer realm="${realm}"`
     super(401, invalidToken ? 'The bearer token is not valid' : 'A bearer token is required', {
@@ -46,13 +32,8 @@ export class UnauthorizedError extends HttpError {
   }
 }
 
-/**
- * 503: the store is unavailable, the service is overloaded or draining; nothing was stored.
- * Carries `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares
- * for `ServiceUnavailable`.
- */
+/** 503, nothing stored; `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares. */
 export class ServiceUnavailableError extends HttpError {
-  /** @param message - what is unavailable, for a person. */
   constructor(message: string) {
     super(503, message, { 'retry-after': '1' })
   }
@@ -64,7 +45,6 @@ export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as 
 /** The answer to CONNECT (RFC 9110 §9.3.6): the service opens no tunnel. */
 export const CONNECT_REFUSED = 'Bad Request: CONNECT asks for a tunnel, which the service does not open'
 
-/** The contract's `Error` body. */
 type ErrorBody = components['schemas']['Error']
 
 /** glue's SecurityError: thrown when no security scheme accepted the request. */
@@ -78,24 +58,21 @@ function isSecurityFailure(error: unknown): error is SecurityFailure {
 }
 
 /**
- * Statuses of the requests Node's HTTP server rejects itself (node:http `clientError`),
- * by error code; Node's own choices (lib/_http_server.js). Any other parser error
- * (llhttp's `HPE_*`: request line, header syntax, Content-Length, chunked
- * encoding) is 400.
+ * Statuses of requests Node's HTTP server rejects itself, by error code, as Node chooses
+ * them (lib/_http_server.js); any other llhttp error (`HPE_*`) is 400.
  */
 const CLIENT_ERRORS: ReadonlyMap<string, { statusCode: number; message: string }> = new Map([
   // The headers within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS.
   ['ERR_HTTP_REQUEST_TIMEOUT', { statusCode: 408, message: 'Request Timeout: the request was not received in time' }],
-  // The request line and headers over Node's limit (16 KiB): RFC 6585 §5.
+  // The request line and headers over Node's 16 KiB limit (RFC 6585 §5).
   ['HPE_HEADER_OVERFLOW', { statusCode: 431, message: 'Request Header Fields Too Large' }],
   ['HPE_CHUNK_EXTENSIONS_OVERFLOW', { statusCode: 413, message: 'Request chunk extensions are too large' }],
 ])
 
 /**
- * A request line (RFC 9112 §3) whose method is a token the parser does not know.
- * RFC 9110 §9.1 suggests 501; it is 400, as client input never gets a 5xx
- * (openapi.yaml, "Errors"). llhttp reports any unknown first word as
- * `HPE_INVALID_METHOD`; only a request line gets this message.
+ * An unknown method in a well-formed request line (RFC 9112 §3): 400, not RFC 9110 §9.1's
+ * 501, as client input never gets a 5xx (openapi.yaml, "Errors"). llhttp reports any
+ * unknown first word as `HPE_INVALID_METHOD`.
  */
 const UNKNOWN_METHOD = { statusCode: 400, message: 'Bad Request: the request method is not one the service knows' }
 const requestLine = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP\/\d\.\d\r?\n/
@@ -103,14 +80,11 @@ const requestLine = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP\/\d\.\d\r?\n/
 /** Any other parser error; what llhttp found is logged (`code`), not sent. */
 const MALFORMED = { statusCode: 400, message: 'Bad Request: the request is not valid HTTP/1.1' }
 
-/** An error of Node's HTTP parser or server (node:http `clientError`). */
 interface ClientError {
   code: string
-  /** The bytes the parser had read (Node's `clientError`). */
   rawPacket?: Buffer
 }
 
-/** The status and message of a request Node's HTTP parser rejected. */
 function clientErrorResponse(error: ClientError): { statusCode: number; message: string } {
   if (error.code === 'HPE_INVALID_METHOD') return requestLine.test(`${error.rawPacket}`) ? UNKNOWN_METHOD : MALFORMED
   return CLIENT_ERRORS.get(error.code) ?? MALFORMED
@@ -122,16 +96,8 @@ function isClientError(error: unknown): error is ClientError {
 }
 
 /**
- * Maps any error to its status, headers and `Error` body.
- *
- * - {@link HttpError}: its own status, message and headers.
- * - glue's SecurityError: the first {@link HttpError} a security handler threw.
- * - Fastify's and its plugins' client errors (validation 400, 413 body too large,
- *   415 media type, 429 rate limit, 400 malformed URL): their status and message.
- * - Node's HTTP parser errors and request timeouts: see {@link CLIENT_ERRORS}.
- * - anything else: 500 with a fixed message; the cause is only logged.
- *
- * @returns `internal` is true when the error is a fault of the service.
+ * Any error as its status, headers and `Error` body; an unknown one is a 500 whose cause is
+ * only logged (`internal`).
  */
 export function toErrorResponse(error: unknown): {
   statusCode: number
@@ -152,7 +118,6 @@ export function toErrorResponse(error: unknown): {
   }
   const fastifyError = (error ?? {}) as Partial<FastifyError>
   const statusCode = fastifyError.statusCode
-  // Client errors of Fastify and its plugins.
   if (typeof statusCode === 'number' && statusCode >= 400 && statusCode < 500) {
     const message = statusCode === 415 ? UNSUPPORTED_MEDIA_TYPE : (fastifyError.message as string)
     return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
@@ -160,11 +125,7 @@ export function toErrorResponse(error: unknown): {
   return { statusCode: 500, headers: {}, body: { error: 500, message: 'Internal Server Error' }, internal: true }
 }
 
-/**
- * Fastify error handler: the single place where errors become responses, none of
- * them cached (`no-store`). Internal failures are logged with their cause; client
- * errors at `info`.
- */
+/** Fastify's error handler, never cached: internal failures logged with their cause, client errors at `info`. */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const response = toErrorResponse(error)
   if (response.internal) {
@@ -184,10 +145,8 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): F
 }
 
 /**
- * RFC 9112 §3.2: an HTTP/1.1 request without a Host header is 400. Node's own check
- * answers it without a body, so the application turns it off (`requireHostHeader:
- * false`) and runs this in its first `onRequest` hook.
- * @throws {HttpError} 400 when the header is missing.
+ * @throws {HttpError} 400 for an HTTP/1.1 request without Host (RFC 9112 §3.2); Node's
+ *   own check, turned off (`requireHostHeader: false`), answers without a body.
  */
 export function requireHost(request: FastifyRequest): void {
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
@@ -195,25 +154,15 @@ export function requireHost(request: FastifyRequest): void {
   }
 }
 
-/**
- * Fastify `frameworkErrors`: a request Fastify's router rejects before any route or
- * hook runs, e.g. a malformed percent-encoding in the path (FST_ERR_BAD_URL, 400),
- * answered by {@link errorHandler} with the request id the hooks would have set.
- */
+/** Fastify's `frameworkErrors` (the router rejects a request, e.g. bad percent-encoding): the request id, then {@link errorHandler}. */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   errorHandler(error, request, reply.header('x-request-id', request.id))
 }
 
 /**
- * Fastify `clientErrorHandler` (node:http `clientError`): a request Node's HTTP parser
- * rejected, or one not received within the timeouts, is answered with the `Error`
- * body, a new `X-Request-Id` and `Connection: close`, then the connection is closed,
- * as Node does. Nothing is written when the peer is gone, or when a response has
- * already begun on the connection (it would be corrupted).
- *
- * @param this - the Fastify instance (its logger).
- * @param error - the parser's or server's error (`code`: `HPE_*`, `ERR_HTTP_REQUEST_TIMEOUT`, `ECONNRESET`, …).
- * @param socket - the client's connection; destroyed on return.
+ * Fastify's `clientErrorHandler`: a request Node's parser rejected, or one past the timeouts, gets
+ * the `Error` body, then the socket is closed as Node does; nothing is written when the peer is
+ * gone or a response has begun (it would be corrupted).
  */
 export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage

@@ -1,21 +1,12 @@
 /**
- * The exact-integer rule, for request bodies and parameters alike (openapi.yaml,
- * "Integers"): a handler receives every `int64` member as a `bigint` holding the
- * exact value sent, and its generated type says `bigint` (`npm run generate`), so
- * a rounded `number` cannot reach it unnoticed.
- *
- * Validation still sees numbers, as JSON Schema needs: an integer beyond 2^53 is
- * validated as its nearest double while its exact value is kept aside
- * ({@link forValidation}); one outside int64 is moved where {@link int64Format}
- * rejects it; a literal whose double is an integer but whose text is not
- * (`123.0000000000000001`) becomes NaN, which no JSON Schema type accepts. After
- * validation {@link exactInt64} hands over the exact values.
- *
+ * The exact-integer rule (openapi.yaml, "Integers"): a handler gets every `int64` member as
+ * the exact `bigint` sent, and its generated type says so. Validation still sees numbers, as
+ * JSON Schema needs ({@link forValidation}); after it {@link exactInt64} hands the exact values over.
  * @module
  */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 
-/** A plain decimal integer (RFC 8259 §6 `int`): no sign but `-`, no leading zeros, no fraction or exponent. */
+/** A plain decimal integer (RFC 8259 §6 `int`): optional `-`, no leading zeros, no fraction or exponent. */
 export const PLAIN_INTEGER = /^-?(?:0|[1-9]\d*)$/
 
 const INT64_MIN = -(2n ** 63n)
@@ -27,9 +18,8 @@ const OUT_OF_INT64 = 2 ** 63 + 2048
 const exactValues = new WeakMap<object, Map<string, bigint>>()
 
 /**
- * The value a JSON number literal (RFC 8259 §6) is read as: a `number` when that is
- * exact, the exact `bigint` for an integer beyond 2^53, NaN for a literal whose
- * double is an integer but whose own value is not.
+ * A JSON number literal's value (RFC 8259 §6): a `number` when exact, the `bigint` of an integer
+ * past 2^53, NaN when its double is an integer but its text is not (`123.0000000000000001`).
  */
 export function numberOf(literal: string): number | bigint {
   const value = Number(literal)
@@ -40,10 +30,9 @@ export function numberOf(literal: string): number | bigint {
 }
 
 /**
- * Replaces every `bigint` at or below `holder[key]` by the number validation sees,
- * keeping the exact value of those within int64 for {@link exactInt64}.
- *
- * @returns the new value of `holder[key]`.
+ * Replaces every `bigint` at or below `holder[key]` by the number validation sees (one outside
+ * int64 by ±{@link OUT_OF_INT64}, which {@link int64Format} rejects), keeping the exact value
+ * of the others; returns the new `holder[key]`.
  */
 export function forValidation(holder: Record<string, unknown>, key: string): unknown {
   const value = holder[key]
@@ -62,10 +51,8 @@ export function forValidation(holder: Record<string, unknown>, key: string): unk
 }
 
 /**
- * The OpenAPI `int64` format (OpenAPI 3.1 §4.4) for Ajv: an integer within the
- * signed 64-bit range. Exact together with {@link forValidation}: in-range integers
- * reach it as their nearest double (at most 2^63), out-of-range ones beyond
- * ±(2^63 + 2048).
+ * OpenAPI's `int64` format (OpenAPI 3.1 §4.4) for Ajv, exact with {@link forValidation}: in-range
+ * integers arrive as their nearest double (at most 2^63), out-of-range ones beyond ±(2^63 + 2048).
  */
 export const int64Format = {
   type: 'number' as const,
@@ -73,10 +60,8 @@ export const int64Format = {
 }
 
 /**
- * The exact integer a number literal spells, computed in decimal so nothing is
- * rounded; `undefined` when it has a fractional part. Literals of more than 20
- * integer digits are out of int64 whatever they are, and are returned as ±10^20 so
- * that a huge exponent cannot cost a huge bigint.
+ * The exact integer a literal spells, computed in decimal; `undefined` with a fractional part.
+ * Past 20 digits it is outside int64 anyway: ±10^20, so a huge exponent costs no huge bigint.
  */
 function integerOf(literal: string): bigint | undefined {
   if (literal.length <= 20 && PLAIN_INTEGER.test(literal)) return BigInt(literal)
@@ -105,15 +90,11 @@ interface Schema extends Partial<Record<(typeof UNREAD_KEYWORDS)[number], unknow
 /** Keywords whose members {@link int64Paths} does not follow. */
 const UNREAD_KEYWORDS = ['items', 'prefixItems', 'oneOf', 'anyOf', 'additionalProperties', 'patternProperties'] as const
 
-/** Where an int64 member sits below a request part: the member names, outermost first. */
 type MemberPath = readonly string[]
 
 /**
- * The paths of the `int64` members of `schema`, through `properties` and `allOf`
- * (and a request body's `content`).
- *
- * @throws {Error} at start-up, for an `int64` below any other keyword (`items`,
- *   `oneOf` …): the service would not hand it over exactly.
+ * The paths of `schema`'s `int64` members, through `properties`, `allOf` and a body's `content`.
+ * @throws {Error} at start-up for an `int64` below another keyword (`items`, `oneOf` …).
  */
 function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath[] {
   if (schema === undefined) return []
@@ -139,7 +120,6 @@ function handOver(holder: unknown, path: MemberPath): void {
   if (typeof value === 'number') members[name] = exactValues.get(members)?.get(name) ?? BigInt(value)
 }
 
-/** The parts of a request whose int64 members are handed over, with their schema names. */
 const PARTS = [
   { part: 'body', schema: 'body' },
   { part: 'params', schema: 'params' },
@@ -147,17 +127,11 @@ const PARTS = [
 ] as const
 
 /**
- * An `onRoute` hook that applies the rule to a contract route:
- * - path and query parameters, which arrive as text, are read before validation:
- *   each of an `integer` member that is a {@link PLAIN_INTEGER} becomes the number it
- *   spells; any other text (`1.5`, `01`, `+1`) stays a string, and validation answers
- *   400 `params/id must be integer` (no coercion, openapi.yaml "Integers");
- * - after validation, every `int64` member of the body and parameters becomes its
- *   exact `bigint`.
- *
- * Routes without such members are left as they are.
- *
- * @throws {Error} when an `int64` sits where it cannot be handed over (see {@link int64Paths}).
+ * An `onRoute` hook applying the rule: before validation, an `integer` parameter that is a
+ * {@link PLAIN_INTEGER} becomes its number, other text stays a string that validation
+ * refuses (no coercion, openapi.yaml "Integers"); after it, every `int64` member of the
+ * body and parameters becomes its exact `bigint`.
+ * @throws {Error} when an `int64` cannot be handed over (see {@link int64Paths}).
  */
 export function exactInt64(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Partial<Record<(typeof PARTS)[number]['schema'], Schema>>
@@ -184,14 +158,12 @@ export function exactInt64(route: RouteOptions): void {
   ]
 }
 
-/** The names of the members of a parameters schema whose type is (or includes) `integer`. */
 function integerMembers(schema: Schema | undefined): string[] {
   return Object.entries(schema?.properties ?? {})
     .filter(([, member]) => [member.type].flat().includes('integer'))
     .map(([name]) => name)
 }
 
-/** `holder` with each of `integers` that is a plain integer string read as its number. */
 function readIntegers(holder: Record<string, unknown>, integers: readonly string[]): Record<string, unknown> {
   for (const name of integers) {
     const text = holder[name]

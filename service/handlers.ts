@@ -1,11 +1,7 @@
 /**
- * The shape of fastify-openapi-glue's service class, derived from the types that
- * openapi-typescript generates from openapi.yaml (`operations`): one method per
- * `operationId`, its request and replies typed by the operation. A service class
- * that `implements ServiceHandlers<operations>` fails to compile when an operation
- * has no method ("Property 'getPlant' is missing in type …") or a method's types
- * drift from the document.
- *
+ * The type of glue's service class, from openapi-typescript's `operations`: a class that
+ * `implements ServiceHandlers<operations>` fails to compile when it misses an operation or
+ * its types drift from openapi.yaml.
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -20,7 +16,6 @@ type ParametersIn<Operation, In extends string> = Operation extends { parameters
     : NonNullable<Declared>
   : unknown
 
-/** The responses of an operation, keyed by status code. */
 type Responses<Operation> = Operation extends { responses: infer R } ? R : never
 
 /** The reply body of each declared status of an operation (Fastify checks `reply.code(s).send(body)` against it). */
@@ -31,7 +26,6 @@ export type SuccessBody<Operation> = {
   [Status in keyof Responses<Operation>]: `${Status & (string | number)}` extends `2${string}` ? JsonBody<Responses<Operation>[Status]> : never
 }[keyof Responses<Operation>]
 
-/** Fastify's route generic of an operation: body, path and query parameters, headers, and replies. */
 export interface OperationRoute<Operation> {
   Body: Operation extends { requestBody?: infer Body } ? JsonBody<Body> : undefined
   Params: ParametersIn<Operation, 'path'>
@@ -43,22 +37,13 @@ export interface OperationRoute<Operation> {
 /** The request a handler of the operation receives, already validated against the document. */
 export type OperationRequest<Operation> = FastifyRequest<OperationRoute<Operation>>
 
-/** The reply of a handler of the operation. */
 export type OperationReply<Operation> = FastifyReply<OperationRoute<Operation>>
 
-/**
- * The handler of one operation: resolves to a 2xx body, or sends through `reply` and
- * returns it; other statuses are thrown (`HttpError`) or sent with `reply.code`.
- */
+/** Resolves to a 2xx body, or sends it through `reply`; other statuses are thrown (`HttpError`). */
 export type OperationHandler<Operation> = (
   request: OperationRequest<Operation>,
   reply: OperationReply<Operation>,
 ) => Promise<SuccessBody<Operation> | OperationReply<Operation>>
 
-/**
- * The service class of fastify-openapi-glue for a document's generated
- * `operations`: a handler per `operationId`.
- *
- * @typeParam Operations - openapi-typescript's `operations` interface.
- */
+/** glue's service class for openapi-typescript's `operations`: a handler per `operationId`. */
 export type ServiceHandlers<Operations> = { [OperationId in keyof Operations]: OperationHandler<Operations[OperationId]> }

@@ -1,9 +1,5 @@
 /**
- * Logger options (pino, through Fastify): JSON lines, one per event, each line of a
- * request carrying its `requestId`; human-readable only on a terminal. A request
- * writes one line when it completes ({@link RequestLogController}), and errors
- * theirs as they happen.
- *
+ * Logging (pino, through Fastify): JSON lines, pretty only on a terminal (docs/operations.md, "Logs").
  * @module
  */
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
@@ -13,11 +9,7 @@ import { clientAddress } from './client-address.js'
 /** Where credentials could appear in a logged object; replaced by `[redacted]`. */
 const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', 'res.headers["set-cookie"]']
 
-/**
- * The request as Fastify logs it (no headers), with every query value replaced: a
- * query may carry a credential (`?access_token=`, which the service refuses but
- * still logs).
- */
+/** The request as Fastify logs it, query values redacted: a query may carry a credential (`?access_token=`). */
 function requestSerializer(request: FastifyRequest) {
   const query = request.url.indexOf('?')
   return {
@@ -29,7 +21,6 @@ function requestSerializer(request: FastifyRequest) {
   }
 }
 
-/** `a=1&b` as `a=[redacted]&b`: names kept, values gone. */
 function redactQuery(query: string): string {
   return query
     .split('&')
@@ -37,11 +28,7 @@ function redactQuery(query: string): string {
     .join('&')
 }
 
-/**
- * @param level - pino level (`LOG_LEVEL`).
- * @param pretty - format for a person (pino-pretty); pass whether stdout is a TTY.
- * @returns pino options with credentials redacted.
- */
+/** pino options, credentials redacted; `pretty` (pino-pretty) for a terminal. */
 export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
@@ -57,11 +44,8 @@ const LOG_BUFFER_BYTES = 4096
 const LOG_FLUSH_INTERVAL_MS = 1000
 
 /**
- * Stdout as the process logs to it when it is not a terminal: lines are gathered up
- * to {@link LOG_BUFFER_BYTES} and written in one synchronous `write(2)`, or after at
- * most {@link LOG_FLUSH_INTERVAL_MS}, and at exit. A write per line cost about a
- * tenth of a request's CPU (docs/benchmarks.md). A process killed with SIGKILL loses
- * at most the lines of the last second.
+ * Stdout off a terminal, buffered: a `write(2)` per line showed in the profile
+ * (docs/benchmarks.md). A process killed with SIGKILL loses at most its last second.
  */
 function bufferedStdout(): ReturnType<typeof destination> {
   const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
@@ -70,15 +54,7 @@ function bufferedStdout(): ReturnType<typeof destination> {
   return stdout
 }
 
-/**
- * The process's logging: pretty lines on a terminal; else JSON lines through
- * {@link bufferedStdout}.
- *
- * @param level - pino level (`LOG_LEVEL`).
- * @param terminal - whether stdout is a TTY.
- * @returns the logger options for Fastify, and `flush`, which writes what is
- *   gathered at once (a no-op on a terminal).
- */
+/** Pretty lines on a terminal, else JSON lines through {@link bufferedStdout}; `flush` writes what is gathered. */
 export function processLogging(level: string, terminal: boolean): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
   if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
   const stdout = bufferedStdout()
@@ -86,11 +62,9 @@ export function processLogging(level: string, terminal: boolean): { options: Log
 }
 
 /**
- * Fastify's per-request logging with one line per request, `request completed`,
- * holding the request (`req`), its status (`res.statusCode`) and its duration
- * (`responseTime`, ms), instead of two (`incoming request` and `request completed`):
- * the gateway writes its own access line, and the second line cost more CPU than
- * the handler (docs/benchmarks.md). Errors are logged in full as before.
+ * One line per request, `request completed` (`req`, `res.statusCode`, `responseTime` in
+ * ms), instead of Fastify's two: the gateway writes its own access line, and the second
+ * line's CPU showed in the profile (docs/benchmarks.md).
  */
 export class RequestLogController extends LogController {
   constructor() {

@@ -1,17 +1,11 @@
 /**
- * Prometheus metrics (prom-client) at `GET /metrics`, outside the contract and hidden
- * from Swagger UI. No plant data, no token; keep it off the public routes
- * (docs/operations.md, "Probes and metrics").
- *
+ * Prometheus metrics at `GET /metrics`, outside the contract (docs/operations.md, "Probes and metrics").
  * @module
  */
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
 
-/**
- * The service's metrics and the standard process metrics (CPU, memory, event loop,
- * GC), in a registry of their own: several apps in one process do not collide.
- */
+/** The service's and the process's metrics, in a registry of their own: apps in one process do not collide. */
 export class Metrics {
   readonly registry = new Registry()
   /** Request latency in seconds by method, route and status; its `_count` is the request count. */
@@ -22,14 +16,12 @@ export class Metrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
     registers: [this.registry],
   })
-  /** Outcomes of createPlant: created, replayed, conflict. */
   readonly creates = new Counter({
     name: 'plant_store_creates_total',
     help: 'createPlant outcomes: created (stored now), replayed (idempotent replay), conflict (409)',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   })
-  /** Store transaction latency in seconds, by result. */
   readonly storeDuration = new Histogram({
     name: 'plant_store_store_transaction_seconds',
     help: 'Latency of one store transaction (one group-commit batch) in seconds, by result',
@@ -37,7 +29,6 @@ export class Metrics {
     buckets: [0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1, 5],
     registers: [this.registry],
   })
-  /** Plants per store transaction. */
   readonly batchSize = new Histogram({
     name: 'plant_store_group_commit_batch_size',
     help: 'Plants written per store transaction (group commit)',
@@ -50,12 +41,7 @@ export class Metrics {
   }
 }
 
-/**
- * Serves `GET /metrics` (Prometheus text format) and times every request into
- * {@link Metrics.requestDuration} (route `unmatched` for a 404).
- *
- * @returns the metrics, for the parts that count what they do.
- */
+/** Serves `GET /metrics` and times every request (route `unmatched` for a 404). */
 export function registerMetrics(app: FastifyInstance): Metrics {
   const metrics = new Metrics()
   app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {

@@ -1,8 +1,6 @@
 /**
- * The service class of fastify-openapi-glue: one method per `operationId` of
- * openapi.yaml. Requests arrive authenticated, parsed and validated against the
- * contract; replies are serialized by the schema of their status.
- *
+ * The service class of fastify-openapi-glue: requests arrive authenticated, parsed and
+ * validated; replies are serialized by the schema of their status.
  * @module
  */
 import { HttpError, ServiceUnavailableError } from './errors.js'
@@ -16,28 +14,21 @@ import type { Store } from './store/store.js'
 /** What the service class is built from (`createApp`). */
 export interface ServiceParts {
   readonly store: Store
-  /** Reads and writes plants. */
   readonly repository: PlantRepository
-  /** The group commit in front of {@link repository}: where creates go, committed durably before they resolve. */
+  /** Group commit in front of {@link repository}: where creates go. */
   readonly writer: GroupCommit
   readonly metrics: Metrics
 }
 
-/**
- * Implements the operations of openapi.yaml; the compiler checks it has a method for
- * each, typed by the document (see {@link ServiceHandlers}).
- */
+/** The operations of openapi.yaml; the compiler checks it has a method for each ({@link ServiceHandlers}). */
 export class PlantService implements ServiceHandlers<operations> {
   constructor(protected readonly parts: ServiceParts) {}
 
   /**
-   * `createPlant` (`POST /plants`): stores the plant and answers it, as openapi.yaml
-   * decides (info.description, "Identity and retries"; responses.Conflict).
-   *
-   * @param request - body already validated as NewPlant, its `id` exact.
-   * @returns the stored Plant (`name`, and `tag` when it has one).
-   * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the
-   *   store is unavailable; the store's own error (500) for any other failure.
+   * `createPlant` (`POST /plants`), as openapi.yaml decides (info.description, "Identity
+   * and retries"; responses.Conflict).
+   * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the store is
+   *   unavailable; the store's own error (500) for any other failure.
    */
   async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body

@@ -1,8 +1,5 @@
 /**
- * Health probes and draining, outside the contract and hidden from Swagger UI. They
- * reveal no plant data and need no token; keep them off the public routes
- * (docs/operations.md, "Probes and metrics").
- *
+ * Health probes and draining, outside the contract (docs/operations.md, "Probes and metrics").
  * @module
  */
 import type { FastifyInstance } from 'fastify'
@@ -11,22 +8,16 @@ import type { Store } from './store/store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Starts draining: readiness 503, connections closed after each response (see {@link registerProbes}). */
+    /** Starts draining (see {@link registerProbes}). */
     startDraining(): void
   }
 }
 
 /**
- * Registers the probes and draining.
- *
- * - `GET /health/live`: 200 while the process serves HTTP, even under load shedding.
- * - `GET /health/ready`: 200 when the store answers and the service is not
- *   draining; else 503 with the `Error` body and `Retry-After`.
- *
- * Draining (`app.startDraining()`, and `close()`): readiness answers 503 so the
- * gateway stops routing here, requests are still served, and every response closes
- * its connection, so keep-alive sockets move to other replicas and none busy at
- * shutdown holds the process until its idle timeout.
+ * `GET /health/live` (200 even under load shedding) and `GET /health/ready` (503 while the
+ * store fails or the service drains). Draining (`startDraining()`, `close()`) still serves
+ * requests but closes each connection after its response, so clients move to other
+ * replicas and no keep-alive socket holds the process at shutdown.
  */
 export function registerProbes(app: FastifyInstance, store: Store): void {
   let draining = false

@@ -1,15 +1,7 @@
 /**
- * The in-process store of the rate limits (@fastify/rate-limit's `store` option),
- * for a single process without Redis. Its memory is bounded, and a flood of new
- * keys cannot reset the count of a key already seen twice.
- *
- * @fastify/rate-limit's own store is one LRU of 5,000 keys: 5,000 new client
- * addresses, each failing once, push a known attacker's count out, and its next
- * window starts at zero. This one is a segmented LRU (SLRU): a key starts in the
- * probationary segment and moves to the protected one on its second hit. New keys
- * only ever evict probationary ones; a protected key leaves when its segment is
- * full of keys that were each hit more recently, twice or more.
- *
+ * The in-process rate-limit store, a segmented LRU: in @fastify/rate-limit's own single
+ * LRU a flood of new addresses pushes a known attacker's count out. Here a key moves to
+ * the protected segment on its second hit, and new keys only evict probationary ones.
  * @module
  */
 import { LruMap } from 'toad-cache'
@@ -31,10 +23,7 @@ export class SegmentedStore {
   private readonly probationary: LruMap<Window>
   private readonly protectedKeys: LruMap<Window>
 
-  /**
-   * @param options - `segmentSize`: keys per segment (tests use a small one).
-   *   @fastify/rate-limit constructs the store with its own settings, which have none.
-   */
+  /** @param options - `segmentSize` for tests; @fastify/rate-limit passes its own settings, without one. */
   constructor(options: { segmentSize?: number } = {}) {
     this.probationary = new LruMap(options.segmentSize ?? SEGMENT_SIZE)
     this.protectedKeys = new LruMap(options.segmentSize ?? SEGMENT_SIZE)
@@ -67,7 +56,6 @@ export class SegmentedStore {
     return this
   }
 
-  /** How many keys are held: at most twice the segment size. */
   get size(): number {
     return this.probationary.size + this.protectedKeys.size
   }

@@ -1,8 +1,6 @@
 /**
- * The Plant Store process, once `server.ts` has set Node up: reads the
- * configuration, builds the application, listens, and shuts down gracefully on
- * SIGTERM/SIGINT (close-with-grace).
- *
+ * The process, once server.ts has set Node up: configuration, application, listening, and a
+ * graceful shutdown on SIGTERM/SIGINT (close-with-grace).
  * @module
  */
 import { setTimeout } from 'node:timers/promises'

@@ -1,18 +1,6 @@
 /**
- * OpenTelemetry tracing, on when `OTEL_EXPORTER_OTLP_ENDPOINT` is set: `app.ts`
- * imports this module only then (dynamically), so without it no OpenTelemetry
- * module is loaded and a request pays nothing.
- *
- * Spans of one create, all in the caller's trace when it sends a W3C `traceparent`:
- * - `POST /plants` (SERVER, @fastify/otel): the request; `http.route`,
- *   `http.response.status_code`;
- * - `createPlant` (INTERNAL, @fastify/otel): the operation's handler, under it;
- * - `store transaction` (CLIENT, here): the group commit's transaction, under the
- *   handler of the create that started the batch, linked to the others' handlers.
- *
- * Exported over OTLP/HTTP (protobuf) in batches; `OTEL_BSP_*`, `OTEL_SERVICE_NAME`,
- * `OTEL_RESOURCE_ATTRIBUTES` and `OTEL_EXPORTER_OTLP_HEADERS` are read by the SDK.
- *
+ * OpenTelemetry tracing, imported by app.ts only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set,
+ * so without it a request pays nothing. Its spans: docs/operations.md, "Tracing".
  * @module
  */
 import { FastifyOtelInstrumentation } from '@fastify/otel'
@@ -27,11 +15,9 @@ import type { Logger } from 'pino'
 import type { BatchTracer } from './store/group-commit.js'
 import type { Store } from './store/store.js'
 
-/** Tracing of one application: its Fastify plugin, its transaction spans, its shutdown. */
 export interface Tracing {
   /** Registers @fastify/otel and the trace id in log lines; call it before any hook or route is added. */
   register(app: FastifyInstance): Promise<void>
-  /** Transaction spans for the group commit of a store of this dialect. */
   batchTracer(dialect: Store['dialect']): BatchTracer
   /** Exports what is still buffered, then stops. */
   shutdown(): Promise<void>
@@ -47,11 +33,8 @@ const DB_SYSTEM = { sqlite: 'sqlite', postgres: 'postgresql' } as const
 let globalsSet = false
 
 /**
- * Starts tracing for one application: a tracer provider of its own (an app built
- * twice in one process, as tests do, exports twice, not into the other's).
- *
- * @param endpoint - `OTEL_EXPORTER_OTLP_ENDPOINT`, the collector's base URL; spans
- *   go to `<endpoint>/v1/traces` (OTLP/HTTP, as the specification appends it).
+ * Starts tracing for one application, with a tracer provider of its own (an app built twice
+ * in one process exports twice, not into the other's); spans go to `<endpoint>/v1/traces`.
  */
 export function startTracing(endpoint: string): Tracing {
   if (!globalsSet) {
@@ -84,8 +67,7 @@ export function startTracing(endpoint: string): Tracing {
       if (span !== null) {
         // The HTTP semantic conventions' span name: method and route.
         span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`)
-        // Bound to the request's own logger (request.log is reply.log), not to a second child
-        // logger per request. Without a logger (`logger: false`) Fastify's stand-in has no bindings.
+        // The request's own logger, not a second child logger; Fastify's stand-in (no logger) has no bindings.
         const log = request.log as Partial<Pick<Logger, 'setBindings'>>
         const { traceId, spanId } = span.spanContext()
         log.setBindings?.({ traceId, spanId })
@@ -100,14 +82,7 @@ export function startTracing(endpoint: string): Tracing {
   }
 }
 
-/**
- * Transaction spans. A transaction writes the creates of several requests; its span
- * is a child of the first create's handler (the one that started the batch), so a
- * trace viewer shows the write inside that request, and it links every other
- * create's handler (OpenTelemetry's way to say "one operation, many causes").
- * Each of those requests' traces then holds its handler; the link says which
- * transaction wrote it.
- */
+/** Transaction spans, each a child of the handler that started its batch, linking the others ("one operation, many causes"). */
 function batchTracer(tracer: Tracer, dialect: Store['dialect']): BatchTracer {
   return {
     capture: () => context.active(),

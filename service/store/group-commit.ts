@@ -1,28 +1,18 @@
 /**
- * Group commit: creates that arrive together are written in one transaction (one
- * commit, one fsync, one round trip), and each caller is answered only after that
- * transaction has committed, with its own outcome (created, replayed, conflict).
- *
- * Batches form naturally: a save waits at most for the end of the current event
- * loop turn (`setImmediate`) when a connection is free, so an idle service adds no
- * latency; while every connection is busy, arrivals queue and go out together in
- * the next batch. Batches are bounded by `maxBatch`.
- *
+ * Group commit: creates that arrive together are written in one transaction (one fsync or
+ * round trip), each answered with its own outcome once committed. A save waits at most for
+ * the end of the event-loop turn when a connection is free: an idle service adds no latency.
  * @module
  */
 import type { PlantRecord, SaveOutcome } from './plant-repository.js'
 import { StoreUnavailableError } from './plant-repository.js'
 
-/** What group commit needs of the repository. */
 interface BatchWriter {
   /** Saves plants in one transaction; all or nothing. */
   saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
 }
 
-/**
- * Traces transactions (`tracing.ts`, loaded only when tracing is on). Without one,
- * group commit does no tracing work at all.
- */
+/** Traces transactions (tracing.ts, loaded only when tracing is on); without one, no tracing work. */
 export interface BatchTracer {
   /** The caller's trace context, taken as its save joins the queue. */
   capture(): unknown
@@ -30,7 +20,6 @@ export interface BatchTracer {
   run<T>(contexts: readonly unknown[], write: () => Promise<T>): Promise<T>
 }
 
-/** Limits of group commit. */
 interface GroupCommitOptions {
   /** Most plants in one transaction (≥ 1). */
   readonly maxBatch: number
@@ -38,7 +27,6 @@ interface GroupCommitOptions {
   readonly maxInFlight: number
   /** Told of every transaction: plants in it, duration in seconds, and whether it failed (metrics). */
   readonly onBatch?: (size: number, seconds: number, failed: boolean) => void
-  /** Traces each transaction (see {@link BatchTracer}); absent when tracing is off. */
   readonly tracer?: BatchTracer | undefined
 }
 
@@ -46,7 +34,6 @@ interface Pending {
   readonly plant: PlantRecord
   readonly resolve: (outcome: SaveOutcome) => void
   readonly reject: (error: unknown) => void
-  /** The caller's trace context ({@link BatchTracer.capture}); undefined without a tracer. */
   readonly context: unknown
 }
 
@@ -62,13 +49,10 @@ export class GroupCommit {
   ) {}
 
   /**
-   * Saves one plant as part of the next batch.
-   *
-   * @returns its own outcome, once its batch has committed durably.
-   * @throws {StoreUnavailableError} when the store is unavailable (the whole batch
-   *   failed; nothing of it is stored); another error when this plant's own write
-   *   fails. A batch that fails for another reason is retried plant by plant, so
-   *   one bad write cannot fail its neighbours.
+   * Saves one plant in the next batch; resolves once the batch has committed durably.
+   * @throws {StoreUnavailableError} when the store is unavailable (nothing of the batch is
+   *   stored); another error when this plant's own write fails: a batch that fails for
+   *   another reason is retried plant by plant.
    */
   save(plant: PlantRecord): Promise<SaveOutcome> {
     return new Promise((resolve, reject) => {

@@ -1,8 +1,6 @@
 /**
- * Applies the store's migrations with Kysely's Migrator. On PostgreSQL the
- * Migrator holds an advisory lock, so when several replicas start at once one
- * applies and the others wait; on SQLite the database's write lock serializes them.
- *
+ * Applies the migrations with Kysely's Migrator: on PostgreSQL its advisory lock makes
+ * replicas that start together wait for one; on SQLite the write lock serializes them.
  * @module
  */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
@@ -15,12 +13,9 @@ export class MigrationError extends Error {
 }
 
 /**
- * Brings the store's schema to the newest migration this release knows.
- *
- * @param store - the open store.
- * @returns names of the migrations applied now (empty when it was up to date).
- * @throws {MigrationError} when the database cannot be reached, was migrated by a
- *   newer release (it has migrations this code does not know), or a migration fails.
+ * Migrates the store to the newest migration this release knows; returns those applied now.
+ * @throws {MigrationError} when the database cannot be reached, was migrated by a newer
+ *   release, or a migration fails.
  */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {

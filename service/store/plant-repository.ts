@@ -1,7 +1,6 @@
 /**
- * The plant repository: stores plants and decides, in the database, whether a
- * create is new, an idempotent replay, or a conflict. Dialect-free Kysely code.
- *
+ * Stores plants and decides, in the database, whether a create is new, an idempotent
+ * replay, or a conflict. Dialect-free Kysely code.
  * @module
  */
 import { CompiledQuery } from 'kysely'
@@ -9,19 +8,12 @@ import type { Store } from './store.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */
 export interface PlantRecord {
-  /** Signed 64-bit id, exact. */
   readonly id: bigint
   readonly name: string
-  /** `null` when the plant has no tag. */
   readonly tag: string | null
 }
 
-/**
- * What saving one plant did:
- * - `created`: it was stored now;
- * - `replayed`: the same id with the same content was already stored (idempotent replay);
- * - `conflict`: the same id is stored with different content; `stored` is what is there.
- */
+/** `replayed`: the same id and content were stored; `conflict`: the same id with other content (`stored`). */
 export type SaveOutcome =
   | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
   | { readonly status: 'conflict'; readonly stored: PlantRecord }
@@ -31,9 +23,8 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError'
 }
 
-/** Stores plants; rows are immutable once committed. */
+/** Stores plants; rows are never changed once committed. */
 export class PlantRepository {
-  /** @param store - the open store, migrated. */
   constructor(protected readonly store: Store) {}
 
   /** The INSERT's SQL text by batch size (at most the group commit's `maxBatch` entries). */
@@ -41,19 +32,12 @@ export class PlantRepository {
 
   /**
    * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
-   * one statement, so one atomic commit (one fsync, one round trip) for all of them,
-   * and several concurrent creates cost one durable write. The database's primary
-   * key decides which of several writers of one id wins; every other gets `replayed`
-   * or `conflict` by comparing content with the stored row, read afterwards. No
-   * explicit transaction is needed: rows are never changed once committed, so the
-   * row read is the row that won. Within one call, the first plant of an id is the
-   * one inserted and later ones compare against it.
-   *
-   * @param plants - plants to save, any ids (duplicates allowed).
-   * @returns one outcome per plant, in order. All are durable when the promise resolves.
-   * @throws {StoreUnavailableError} when the store is unreachable or overloaded;
-   *   the database's own error for any other failure. When the INSERT fails, none
-   *   of its rows is stored (one statement is atomic).
+   * one atomic commit for all. The primary key decides which writer of an id wins; the
+   * others get `replayed` or `conflict` against the row read afterwards, with no
+   * transaction, as rows never change. Within one call the first plant of an id is inserted.
+   * @returns one outcome per plant, in order, all durable.
+   * @throws {StoreUnavailableError} when the store is unreachable or overloaded; the
+   *   database's own error otherwise. A failed INSERT stores none of its rows.
    */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     try {
@@ -64,12 +48,7 @@ export class PlantRepository {
     }
   }
 
-  /**
-   * Runs the multi-row INSERT for `plants` (distinct ids). Kysely builds and compiles
-   * it once per batch size; later batches of that size reuse its SQL text with their
-   * own parameters (the rows' id, name and tag, in order), which saves the query's
-   * building and compiling on every commit.
-   */
+  /** The multi-row INSERT for distinct ids, compiled once per batch size, then reused with new parameters. */
   private async insert(plants: readonly PlantRecord[]): Promise<{ id: unknown }[]> {
     const text = this.insertSql.get(plants.length)
     if (text !== undefined) {

@@ -1,7 +1,5 @@
 /**
- * The PostgreSQL store: a `pg` Pool with a bounded size, a statement timeout and a
- * connection (pool acquire) timeout; `pg` is loaded only when PostgreSQL is configured.
- *
+ * The PostgreSQL store: a bounded `pg` Pool with statement and connect timeouts.
  * @module
  */
 import { Kysely, PostgresDialect, sql } from 'kysely'
@@ -9,9 +7,8 @@ import type { StoreSchema } from './schema.js'
 import type { Store, StoreOptions } from './store.js'
 
 /**
- * PostgreSQL SQLSTATE classes and codes that mean the server cannot serve now:
- * 08 connection exception, 53 insufficient resources, 57P01–57P03 shutdown / cannot
- * connect now, 57014 statement timeout (query_canceled).
+ * SQLSTATEs meaning the server cannot serve now: 08 connection exception, 53 insufficient
+ * resources, 57P01–57P03 shutdown or cannot connect now, 57014 statement timeout.
  */
 function isPostgresUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code
@@ -35,10 +32,8 @@ export function openPostgres(options: StoreOptions): Store {
           statement_timeout: options.databaseStatementTimeoutMs,
           connectionTimeoutMillis: options.databaseConnectTimeoutMs,
         })
-        // A connection that the server drops emits 'error': on the pool while idle, on
-        // the client while checked out (pg only listens on idle ones). Unheard, either
-        // would crash the process; the query in flight fails on its own and the pool
-        // replaces the connection on next use.
+        // A dropped connection emits 'error' on the pool while idle, on the client while checked
+        // out (pg only listens on idle ones); unheard, it would crash the process.
         pool.on('error', options.onConnectionError)
         pool.on('connect', (client) => client.on('error', options.onConnectionError))
         return pool

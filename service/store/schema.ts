@@ -1,7 +1,5 @@
 /**
- * Table types of the store, for Kysely. They describe the database, which the
- * migrations in `./migrations` create; the HTTP shapes come from openapi.yaml.
- *
+ * Kysely's types of the tables the migrations create (the HTTP shapes are openapi.yaml's).
  * @module
  */
 import type { ColumnType } from 'kysely'
@@ -11,13 +9,11 @@ interface PlantTable {
   /** Client-supplied signed 64-bit id (primary key). SQLite returns bigint, PostgreSQL a decimal string. */
   id: ColumnType<bigint | string, bigint, never>
   name: ColumnType<string, string, never>
-  /** `null` when the NewPlant had no tag. */
   tag: ColumnType<string | null, string | null, never>
   /** When the row was committed (database clock). */
   created_at: ColumnType<Date | string, never, never>
 }
 
-/** The store's tables. */
 export interface StoreSchema {
   plant: PlantTable
 }

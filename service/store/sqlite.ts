@@ -1,10 +1,6 @@
 /**
- * The embedded store: SQLite through better-sqlite3, in `<dataDir>/plants.sqlite3`,
- * WAL journal with `synchronous=FULL`, so a commit is on disk (fsync) before it
- * returns; SQLite's file locks keep a second process on the same file correct. A data
- * directory this process cannot write stops the start; a disk that fills up or fails
- * later makes creates 503 and readiness 503 until it writes again.
- *
+ * The embedded store: SQLite (better-sqlite3) in `<dataDir>/plants.sqlite3`; a full or
+ * failing disk is 503 until it writes again (docs/operations.md, "Full disk (embedded store)").
  * @module
  */
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
@@ -15,22 +11,16 @@ import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql }
 import { ConfigError } from '../config.js'
 import type { StoreSchema } from './schema.js'
 import type { Store, StoreOptions } from './store.js'
-/** File name of the embedded store inside the data directory. */
 export const SQLITE_FILE = 'plants.sqlite3'
 
-/** Bytes the readiness probe writes (and fsyncs, and removes) into a data directory whose disk failed: room for a few commits. */
+/** Bytes a readiness probe writes, fsyncs and removes after a disk failure: room for a few commits. */
 const PROBE_BYTES = 64 * 1024
 
-/** The readiness probe's file in the data directory; it exists only while a probe runs. */
 export const PROBE_FILE = '.plant-store-probe'
 
 /**
- * Opens the embedded store's file as the store uses it: WAL journal with
- * `synchronous=FULL` (a commit is fsynced before it returns), a 5 s wait for another
- * process's lock, and every INTEGER read as an exact bigint (ids are signed 64-bit).
- *
- * @param file - path of the database file; its directory must exist.
- * @throws SQLite's error when the file cannot be opened.
+ * Opens the store's file (its directory must exist): WAL with `synchronous=FULL` (a commit is
+ * fsynced before it returns), a 5 s wait for another process's lock, every INTEGER an exact bigint.
  */
 export function openSqliteFile(file: string): SQLite.Database {
   const database = new SQLite(file, { timeout: 5000 })
@@ -43,22 +33,13 @@ export function openSqliteFile(file: string): SQLite.Database {
 /** SQLite result codes that mean "another connection holds the lock; try later". */
 const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
 
-/**
- * Whether a SQLite error is a failure of the disk under the store: `SQLITE_FULL`
- * (SQLite's answer to ENOSPC and EDQUOT when it writes) and every `SQLITE_IOERR`
- * (a short or failed write, fsync, truncate, or growing the WAL index, as a full or
- * failing disk causes). Not a fault of the service or of the request; a retry once
- * the disk has room again may succeed.
- */
+/** `SQLITE_FULL` (ENOSPC, EDQUOT) or any `SQLITE_IOERR`: the disk failed, not the service; a retry may succeed. */
 function isDiskFailure(error: unknown): boolean {
   const code = (error as { code?: unknown }).code
   return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
 }
 
-/**
- * Whether the data directory's disk takes writes, as the store last saw it: failing
- * from a write that failed for the disk until a write succeeds or a probe does.
- */
+/** Whether the disk takes writes: failing from a write that failed for it until a write or a probe succeeds. */
 class DiskState {
   private failure: Error | undefined
 
@@ -81,9 +62,8 @@ class DiskState {
   /* c8 ignore stop */
 
   /**
-   * Resolves when the disk takes writes: at once while no write has failed, else
-   * after writing {@link PROBE_BYTES} into the data directory, with fsync, and
-   * removing them. @throws the probe's error (ENOSPC, EIO, …) while it cannot.
+   * Resolves at once while no write has failed, else once {@link PROBE_BYTES} are written to
+   * the data directory, fsynced and removed. @throws the probe's error (ENOSPC, EIO, …).
    */
   async check(): Promise<void> {
     if (this.failure === undefined) return
@@ -128,12 +108,8 @@ export function openSqlite(options: StoreOptions): Store {
 }
 
 /**
- * Creates the data directory when missing and opens the store's file in it, after
- * checking that this process may write both and the files SQLite keeps beside it
- * (`access(2)`: it answers for this process's user, and EROFS on a read-only file
- * system). SQLite alone would open a file it cannot write read-only, and fail later.
- *
- * @throws {ConfigError} naming `DATA_DIR` and the reason.
+ * Creates the data directory and opens the file, after checking (`access(2)`) that this process
+ * may write both and SQLite's side files: SQLite would open it read-only, and fail later.
  */
 function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
   try {
@@ -161,10 +137,8 @@ function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
 const STATEMENT_CACHE_SIZE = 256
 
 /**
- * The database as Kysely's SQLite driver sees it (`prepare`, `close`), with each
- * statement text prepared once: Kysely prepares every query it runs again, which
- * showed as a tenth of the store's time in the profile (docs/benchmarks.md).
- * Statements that write tell `disk` how their write went.
+ * The database for Kysely's driver, each statement text prepared once: Kysely prepares every
+ * query again, a noticeable share of the store's time in the profile (docs/benchmarks.md).
  */
 function withStatementCache(database: SQLite.Database, disk: DiskState): SqliteDatabase {
   const statements = new Map<string, SqliteStatement>()
@@ -184,10 +158,8 @@ function withStatementCache(database: SQLite.Database, disk: DiskState): SqliteD
 }
 
 /**
- * A statement that writes, as Kysely runs it (`all` when it returns rows, else
- * `run`): a failure of the disk is told to `disk`, and so is a change committed
- * (outside a transaction, the statement's own commit). A statement that changed
- * nothing (an idempotent replay) wrote nothing, and tells nothing.
+ * A writing statement (Kysely runs `all` or `run`) that tells `disk` of a disk failure, and of
+ * a change committed outside a transaction; one that changed nothing (a replay) tells nothing.
  */
 function watchedWrite(statement: SQLite.Statement, database: SQLite.Database, disk: DiskState): SqliteStatement {
   const watch = <T extends unknown[] | SQLite.RunResult>(execute: () => T): T => {

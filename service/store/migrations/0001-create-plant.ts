@@ -1,6 +1,5 @@
 /**
- * Migration 0001: the `plant` table. Runs unchanged on SQLite and PostgreSQL.
- *
+ * Migration 0001: table `plant`, the same on SQLite and PostgreSQL.
  * @module
  */
 import { type Kysely, sql } from 'kysely'
