@@ -40,31 +40,16 @@ import { RequestLogController } from './logging.js'
 import { registerMetrics } from './metrics.js'
 import { PlantService, type ServiceParts } from './plant-service.js'
 import { registerProbes } from './probes.js'
-import { type ProtectionConfig, registerProtection } from './protection.js'
+import { registerProtection } from './protection.js'
 import { refuseTokenInQuery, Security } from './security.js'
 import { openStore } from './store/database.js'
-import type { Store, StoreOptions } from './store/store.js'
+import type { Store } from './store/store.js'
 import { GroupCommit } from './store/group-commit.js'
 import { migrateToLatest } from './store/migrate.js'
 import { PlantRepository } from './store/plant-repository.js'
 
 /** The part of {@link Config} the application reads; the process's part is `start.ts`'s. */
-export type AppConfig = Pick<
-  Config,
-  | 'tokens'
-  | 'bodyLimit'
-  | 'trustProxy'
-  | 'keepAliveTimeoutMs'
-  | 'requestTimeoutMs'
-  | 'headersTimeoutMs'
-  | 'connectionTimeoutMs'
-  | 'maxConnections'
-  | 'migrateOnStart'
-  | 'groupCommitMaxBatch'
-  | 'otelExporterOtlpEndpoint'
-> &
-  Omit<StoreOptions, 'onConnectionError' | 'onWriteFailure'> &
-  ProtectionConfig
+export type AppConfig = Omit<Config, 'host' | 'port' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs' | 'tokenGenerated'>
 
 /** Where Swagger UI is served; the document itself is at `/docs/json` and `/docs/yaml`. */
 export const DOCS_PREFIX = '/docs'
