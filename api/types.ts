@@ -1,8 +1,7 @@
 /**
  * The service's TypeScript types, generated from openapi.yaml by openapi-typescript
- * into service/generated/openapi.ts. `node api/types.ts [--check] [contract] [output]`:
- * `npm run generate` writes the file; with `--check` (`npm run check:types`) it
- * exits 1 when the file is stale.
+ * into service/generated/openapi.ts. Its command is api/generate-types.ts:
+ * `npm run generate` writes the file; `npm run check:types` fails when it is stale.
  *
  * One option beyond openapi-typescript's defaults: an `int64` is a `bigint`, the
  * exact value the service hands its handlers (service/exact-integers.ts).
@@ -28,14 +27,20 @@ export async function generateTypes(document: URL | OpenAPI3): Promise<string> {
   return `${COMMENT_HEADER}${astToString(ast)}`
 }
 
-if (import.meta.main) {
-  const args = process.argv.slice(2)
+/**
+ * The command: `[--check] [contract] [output]`, paths defaulting to openapi.yaml and
+ * service/generated/openapi.ts.
+ *
+ * @returns the exit code: 1 when `--check` finds the output stale, else 0.
+ */
+export async function main(args: readonly string[], log: (line: string) => void = console.error): Promise<number> {
   const check = args[0] === '--check'
-  const [contract, output] = args.slice(check ? 1 : 0).map((path) => pathToFileURL(path))
-  const text = await generateTypes(contract ?? CONTRACT)
-  if (!check) writeFileSync(output ?? GENERATED, text)
-  else if (readFileSync(output ?? GENERATED, 'utf8') !== text) {
-    console.error(`${fileURLToPath(output ?? GENERATED)} is stale: run npm run generate`)
-    process.exitCode = 1
+  const [contract = CONTRACT, output = GENERATED] = args.slice(check ? 1 : 0).map((path) => pathToFileURL(path))
+  const text = await generateTypes(contract)
+  if (!check) writeFileSync(output, text)
+  else if (readFileSync(output, 'utf8') !== text) {
+    log(`${fileURLToPath(output)} is stale: run npm run generate`)
+    return 1
   }
+  return 0
 }
