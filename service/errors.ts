@@ -4,10 +4,13 @@
  * @module
  */
 import { randomUUID } from 'node:crypto'
-import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from './generated/openapi.js'
+
+// Node's http module itself, not its ESM facade: `import … from 'node:http'` reads
+// every export, and the lazy WebSocket ones load undici (35 ms of start-up).
+const { STATUS_CODES } = process.getBuiltinModule('node:http')
 
 /** An error that carries the HTTP status it must be answered with, and its headers. */
 export class HttpError extends Error {

@@ -3,11 +3,13 @@
  * authentication before the body is read, a required body, and 405 for other methods.
  * @module
  */
-import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestAsyncHookHandler, RouteOptions } from 'fastify'
 import type { OpenApiDocument } from './contract.js'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from './errors.js'
 import type { RouteLimits } from './protection.js'
+
+// Not `import … from 'node:http'`: see errors.ts.
+const { METHODS } = process.getBuiltinModule('node:http')
 
 /** Shapes the operations' routes as glue adds them (`onRoute`); call it before glue registers them. */
 export function shapeOperationRoutes(app: FastifyInstance, contract: OpenApiDocument, limits: RouteLimits): void {
