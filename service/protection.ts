@@ -5,7 +5,6 @@
  */
 import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
-import cors from '@fastify/cors'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
@@ -85,6 +84,8 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
   })
 
   if (config.corsOrigins.length > 0) {
+    // Loaded only when configured, as ioredis is below.
+    const { default: cors } = await import('@fastify/cors')
     await app.register(cors, {
       origin: [...config.corsOrigins],
       methods: [...operationMethods],
