@@ -122,13 +122,21 @@ function inherited(): Record<string, string | undefined> {
 }
 
 /**
- * Spawns `service/server.ts` with the given environment on top of the inherited
- * one, on loopback, a free port and {@link LIMITS_OFF} (a test of a limit sets it).
- * Node's compile cache is off unless `env` unsets `NODE_DISABLE_COMPILE_CACHE`:
- * code loaded from the cache reports no coverage.
+ * The built artifact to run instead of `service/server.ts` (`TEST_SERVICE_SCRIPT`,
+ * e.g. `dist/service/server.js` after `npm run build`), with plain Node: the
+ * process tests then test what the image and `npm start` run.
+ */
+const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
+
+/**
+ * Spawns `service/server.ts` (or {@link ARTIFACT}) with the given environment on
+ * top of the inherited one, on loopback, a free port and {@link LIMITS_OFF} (a test
+ * of a limit sets it). Node's compile cache is off unless `env` unsets
+ * `NODE_DISABLE_COMPILE_CACHE`: code loaded from the cache reports no coverage.
  */
 function spawnService(env: Record<string, string | undefined>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
-  const child = spawn(process.execPath, [...process.execArgv, 'service/server.ts'], {
+  const command = ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT]
+  const child = spawn(process.execPath, command, {
     // (spawn leaves out the variables whose value is undefined.)
     env: { ...inherited(), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

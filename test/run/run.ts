@@ -82,6 +82,15 @@ const LAYERS: Record<string, Layer> = {
     ],
   },
   bench: { needs: [], commands: [['tap', ...NO_COVERAGE, 'bench/*.test.ts']] },
+  // The built artifact (`npm run build`: what the image and `npm start` run) through the process tests.
+  artifact: {
+    needs: ['postgres'],
+    commands: [
+      ['npm', 'run', '--silent', 'build'],
+      ['tap', ...NO_COVERAGE, 'test/process/**/*.test.ts'],
+    ],
+    env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
+  },
   // Redis, root (small file systems, another user), Chromium: each test skips naming what is missing.
   services: { needs: ['postgres', 'redis'], commands: [['tap', ...NO_COVERAGE, 'test/services/**/*.test.ts']] },
   deploy: {
