@@ -8,7 +8,7 @@
 #     -e PLANT_STORE_TOKENS_FILE=/run/secrets/plant_store_tokens plant-store
 #
 # Configuration is by environment (every variable: docs/configuration.md,
-# generated from service/config.ts).
+# generated from service/settings.ts).
 # Bearer tokens are a secret: mount them as a file and point
 # PLANT_STORE_TOKENS_FILE at it (compose.yaml does so with a compose secret at
 # /run/secrets/plant_store_tokens); never bake them into the image or an ENV line.

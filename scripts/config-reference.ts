@@ -1,7 +1,7 @@
 /**
  * `node scripts/config-reference.ts [--check] [file]` (`npm run generate:config-docs`,
  * `npm run check:config-docs`): writes the settings table of docs/configuration.md
- * (or `file`) from the settings schema (service/config.ts), between the table's
+ * (or `file`) from the settings schema (service/settings.ts), between the table's
  * markers; the prose around it is hand-written. With `--check` it writes nothing and
  * exits 1 when the table is not the one the schema gives. Not part of the build.
  *
@@ -9,10 +9,10 @@
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
-import { settingsSchema } from '../service/config.ts'
+import { settingsSchema } from '../service/settings.ts'
 
 /** The line before the generated table. */
-export const TABLE_START = '<!-- settings:start: generated from service/config.ts by `npm run generate:config-docs`; edit the schema, not the table -->'
+export const TABLE_START = '<!-- settings:start: generated from service/settings.ts by `npm run generate:config-docs`; edit the schema, not the table -->'
 /** The line after the generated table. */
 export const TABLE_END = '<!-- settings:end -->'
 
@@ -57,7 +57,7 @@ if (import.meta.main) {
   const current = readFileSync(path, 'utf8')
   const expected = withSettingsTable(current, settingsTable())
   if (current !== expected && check) {
-    console.error(`${path}: the settings table is not service/config.ts's schema; run \`npm run generate:config-docs\``)
+    console.error(`${path}: the settings table is not service/settings.ts's schema; run \`npm run generate:config-docs\``)
     process.exitCode = 1
   } else if (current !== expected) {
     writeFileSync(path, expected)

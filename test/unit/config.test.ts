@@ -13,6 +13,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referencePath, settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.js'
+import { SETTINGS_VALIDATOR, settingsValidatorSource } from '../../scripts/settings-validator.js'
 import { ConfigError, loadConfig, openFileLimit, settingsSchema } from '../../service/config.js'
 
 const A = 'token-a-0123456789abcdefghijklmnopqrstuv'
@@ -309,12 +310,23 @@ t.test('scripts/config-reference.ts: --check fails on a stale table and changes 
   const run = (args: string[]) => spawnSync(process.execPath, [...process.execArgv, ...script, ...args], { encoding: 'utf8' })
   const check = run(['--check', path])
   t.equal(check.status, 1, '--check exits 1')
-  t.match(check.stderr, /the settings table is not service\/config\.ts's schema; run `npm run generate:config-docs`/)
+  t.match(check.stderr, /the settings table is not service\/settings\.ts's schema; run `npm run generate:config-docs`/)
   t.equal(readFileSync(path, 'utf8'), stale, '--check writes nothing')
   t.equal(run([path]).status, 0)
   t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
   t.equal(run(['--check', path]).status, 0, 'then --check passes')
   t.equal(run(['--check']).status, 0, 'without a file it checks docs/configuration.md, which is fresh')
+})
+
+t.test("service/generated/settings.ts is Ajv's validator of the schema as it is (else: npm run generate:settings)", async (t) => {
+  t.equal(readFileSync(SETTINGS_VALIDATOR, 'utf8'), settingsValidatorSource())
+})
+
+t.test('invalid variables are each named with what is wrong, as Ajv words it', async (t) => {
+  t.equal(
+    configError({ PORT: '70000', LOG_LEVEL: 'loud' }).message,
+    'Invalid configuration: env/PORT must be <= 65535, env/LOG_LEVEL must be equal to one of the allowed values',
+  )
 })
 
 t.test('OTEL_EXPORTER_OTLP_ENDPOINT: unset is no tracing, an http(s) URL turns it on, anything else is named', async (t) => {
