@@ -28,11 +28,7 @@ type Defaulted<With extends boolean> = {
 /** The environment as {@link settingsSchema} validates it: a setting with a default always has a value. */
 type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> } & { [Name in Defaulted<false>]?: SettingValue<SettingSchemas[Name]> }
 
-/**
- * Ajv's validator of the schema (`npm run generate:settings`; a test holds it to the schema):
- * it fills in defaults, reads numbers and booleans from text and deletes other variables in
- * the object it checks. Compiling the schema at start (env-schema) cost 40 ms.
- */
+/** Ajv's validator of the schema, generated (`npm run generate:settings`): defaults filled, text read as numbers and booleans. */
 const validateSettings = validate as ValidateFunction<Settings>
 
 /** Settings that are lists or name files: {@link Config} holds what they mean instead. */
@@ -56,10 +52,7 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError'
 }
 
-/**
- * RFC 6750 §2.1 `b64token` syntax, so every token can be sent; 32 random characters carry
- * 128 bits (hex) to 192 (base64url): guessing is infeasible, not just slow.
- */
+/** RFC 6750 §2.1 `b64token`; 32 random characters carry 128 (hex) to 192 bits (base64url). */
 const tokenPattern = /^[A-Za-z0-9\-._~+/]{32,}=*$/
 
 /** One character 8 times in a row: a placeholder, not a random token (odds 2^-40 or less for 32 random characters). */
@@ -73,10 +66,8 @@ function isStrongToken(token: string): boolean {
 const RESERVED_FILES = 128
 
 /**
- * Reads and validates the configuration; with no token configured, a development or test
- * start generates one.
- * @throws {ConfigError} naming the variable, never a secret's value, when one is invalid or
- *   unreadable, a token is weak, or `NODE_ENV=production` has no token.
+ * Reads and validates the configuration; without a token, a development or test start generates one.
+ * @throws {ConfigError} naming the variable, never a secret: invalid or unreadable, a weak token, or production without one.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const settings: unknown = { ...env }
