@@ -45,12 +45,13 @@ const LOG_FLUSH_INTERVAL_MS = 1000
 
 /**
  * Stdout off a terminal, buffered: a `write(2)` per line showed in the profile
- * (docs/benchmarks.md). A process killed with SIGKILL loses at most its last second.
+ * (docs/benchmarks.md); SIGKILL loses at most the last second. `flush`, not `flushSync`,
+ * which retries a failed write forever: a vanished reader (EPIPE) would hang the process.
  */
 function bufferedStdout(): ReturnType<typeof destination> {
   const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
-  setInterval(() => stdout.flushSync(), LOG_FLUSH_INTERVAL_MS).unref()
-  process.once('exit', () => stdout.flushSync())
+  setInterval(() => stdout.flush(), LOG_FLUSH_INTERVAL_MS).unref()
+  process.once('exit', () => stdout.flush())
   return stdout
 }
 
@@ -58,7 +59,7 @@ function bufferedStdout(): ReturnType<typeof destination> {
 export function processLogging(level: string, terminal: boolean): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
   if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
   const stdout = bufferedStdout()
-  return { options: { ...loggerOptions(level, false), stream: stdout }, flush: () => stdout.flushSync() }
+  return { options: { ...loggerOptions(level, false), stream: stdout }, flush: () => stdout.flush() }
 }
 
 /**

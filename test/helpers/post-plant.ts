@@ -106,7 +106,7 @@ async function overHttp(base: string, payload: string | Buffer | undefined, head
         if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
       })
     })
-    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer within ${options.timeoutMs} ms`)))
+    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
     sent.on('error', reject)
     sent.end(payload)
   })

@@ -51,6 +51,16 @@ t.test('SIGTERM: readiness turns 503 for the drain delay while requests are stil
   t.match(service.output(), /"signal":"SIGTERM".*"msg":"shutting down"/)
 })
 
+t.test('a reader of stdout that goes away costs the logs, never the service: it serves and stops on SIGTERM', async (t) => {
+  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
+  service.child.stdout!.destroy()
+  for (let id = 1; id <= 3; id++) t.equal((await postPlant(service.url, { id, name: 'Ficus' })).statusCode, 200, 'served while its lines meet a closed pipe')
+  // Past the buffered log's flush interval (1 s): the lines above are written, and fail.
+  await new Promise((resolve) => setTimeout(resolve, 1500))
+  t.equal((await postPlant(service.url, { id: 4, name: 'Ficus' })).statusCode, 200, 'still served after the failed write')
+  t.equal(await service.stop('SIGTERM'), 0, 'and exits on SIGTERM')
+})
+
 t.test('production refuses to start without a token, and says why', async (t) => {
   const { code, output } = await runToExit({ NODE_ENV: 'production', DATA_DIR: join(t.testdir(), 'data') })
   t.equal(code, 1)
