@@ -117,7 +117,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   })
   await app.register(openapiGlue, {
     specification: operations.contract,
-    serviceHandlers: operations.service({ store, repository, writer, metrics }),
+    serviceHandlers: operations.service({ repository, writer, metrics }),
     securityHandlers: new Security(app.verifyBearerAuth!),
   })
   await registerDocs(app, operations.documented)

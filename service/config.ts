@@ -9,7 +9,6 @@ import type { ValidateFunction } from 'ajv'
 import { validate } from './generated/settings.js'
 import { settingsSchema } from './settings.js'
 
-export { settingsSchema }
 
 type SettingSchemas = (typeof settingsSchema)['properties']
 

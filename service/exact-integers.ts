@@ -128,19 +128,18 @@ const PARTS = [
 
 /**
  * An `onRoute` hook applying the rule: before validation, an `integer` parameter that is a
- * {@link PLAIN_INTEGER} becomes its number, other text stays a string that validation
- * refuses (no coercion, openapi.yaml "Integers"); after it, every `int64` member of the
- * body and parameters becomes its exact `bigint`.
+ * {@link PLAIN_INTEGER} becomes its number, other text stays a string validation refuses
+ * (openapi.yaml "Integers"); after it, every `int64` member becomes its exact `bigint`.
  * @throws {Error} when an `int64` cannot be handed over (see {@link int64Paths}).
  */
 export function exactInt64(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Partial<Record<(typeof PARTS)[number]['schema'], Schema>>
-  const readers = (['params', 'querystring'] as const)
-    .map((name) => ({ part: name === 'params' ? ('params' as const) : ('query' as const), integers: integerMembers(schema[name]) }))
+  const readers = PARTS.filter(({ part }) => part !== 'body')
+    .map(({ part, schema: name }) => ({ part, integers: integerMembers(schema[name]) }))
     .filter(({ integers }) => integers.length > 0)
   if (readers.length > 0) {
     route.preValidation = [
-      (request: FastifyRequest, _reply: FastifyReply, done: () => void) => {
+      function readIntegerParameters(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
         for (const { part, integers } of readers) request[part] = readIntegers({ ...(request[part] as Record<string, unknown>) }, integers)
         done()
       },

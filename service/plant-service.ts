@@ -9,11 +9,9 @@ import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.
 import type { Metrics } from './metrics.js'
 import type { GroupCommit } from './store/group-commit.js'
 import { type PlantRecord, type PlantRepository, StoreUnavailableError } from './store/plant-repository.js'
-import type { Store } from './store/store.js'
 
 /** What the service class is built from (`createApp`). */
 export interface ServiceParts {
-  readonly store: Store
   readonly repository: PlantRepository
   /** Group commit in front of {@link repository}: where creates go. */
   readonly writer: GroupCommit

@@ -12,10 +12,11 @@ import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.js'
 import { HttpError } from '../../service/errors.js'
-import { PlantService } from '../../service/plant-service.js'
+import { PlantService, type ServiceParts } from '../../service/plant-service.js'
+import { openStore } from '../../service/store/database.js'
 import { type PlantRecord, PlantRepository } from '../../service/store/plant-repository.js'
 import { fixtureContract } from '../fixtures/plant-contract.js'
-import { freshStore, testConfig } from '../helpers/app.js'
+import { freshStore, storeOptions, testConfig } from '../helpers/app.js'
 import { postPlant } from '../helpers/post-plant.js'
 
 /** The repository's new method. */
@@ -26,10 +27,20 @@ class ReadingRepository extends PlantRepository {
   }
 }
 
-/** The service class's new method. */
+/**
+ * The service class's new method. The app builds a PlantRepository, which has no `find`
+ * yet: the fixture reads through a ReadingRepository on a connection of its own.
+ */
 class ReadingService extends PlantService {
+  constructor(
+    parts: ServiceParts,
+    private readonly reader: ReadingRepository,
+  ) {
+    super(parts)
+  }
+
   async getPlant(request: { params: { id: bigint } }): Promise<{ name: string; tag?: string }> {
-    const plant = await new ReadingRepository(this.parts.store).find(request.params.id)
+    const plant = await this.reader.find(request.params.id)
     if (plant === undefined) throw new HttpError(404, `No plant with id ${request.params.id}`)
     return plant.tag === null ? { name: plant.name } : { name: plant.name, tag: plant.tag }
   }
@@ -39,7 +50,9 @@ class ReadingService extends PlantService {
 async function fixtureApp(t: Test): Promise<FastifyInstance> {
   const config = testConfig({ ...(await freshStore(t)), corsOrigins: ['https://ui.example'] })
   const contract = fixtureContract()
-  const app = await createApp(config, false, { contract, documented: contract, service: (parts) => new ReadingService(parts) })
+  const store = openStore(storeOptions(config))
+  t.teardown(() => store.close())
+  const app = await createApp(config, false, { contract, documented: contract, service: (parts) => new ReadingService(parts, new ReadingRepository(store)) })
   t.teardown(() => app.close())
   return app
 }
