@@ -10,6 +10,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { type LoadSummary, parseWrk } from './load.js'
 import {
+  commitBound,
   cpuPerRequest,
   faults,
   GOALS,
@@ -71,6 +72,22 @@ function measured(key: TargetKey, figures: Figures = {}): TargetResult {
  */
 function round(service: Figures | undefined, floor: Figures = {}): TargetResult[] {
   return [measured('raw', { readyMs: 200 }), measured('floor', floor), ...(service === undefined ? [] : [measured('embedded', service)])]
+}
+
+/** Settings of a rendered test report. */
+const SETTINGS: RunSettings = {
+  durationS: 1,
+  warmupS: 0,
+  connections: 50,
+  pinning: 'none',
+  idBase: 0n,
+  databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
+  revision: 'commit `abc1234`',
+  serviceNodeOptions: ['--max-semi-space-size=4'],
+  serviceEnvironment: ['MALLOC_ARENA_MAX=1'],
+  profiled: false,
+  loadAverage: [0, 0],
+  instructions: 'not counted',
 }
 
 t.test('CPU per request: utime + stime over the run ÷ responses, in µs', async (t) => {
@@ -154,6 +171,22 @@ t.test('errors: the sum over all rounds, not a median', async (t) => {
   t.same(judged('errors', [round(undefined)]), { measured: 'n/a', met: undefined })
 })
 
+t.test('the least CPU ratio a durable commit allows: the floor plus the durable ceiling’s cost over the raw ceiling', async (t) => {
+  const withCeilings = (floorUs: number, durableUs: number): TargetResult[] => [
+    measured('raw', { cpuUs: 25 }),
+    measured('durable', { cpuUs: durableUs }),
+    measured('durable-pg', { cpuUs: durableUs + 6 }),
+    measured('floor', { cpuUs: floorUs }),
+    measured('embedded', { cpuUs: 60 }),
+    measured('postgres', { cpuUs: 70 }),
+  ]
+  t.equal(commitBound(withCeilings(40, 33), 'embedded'), 1.2, '(40 + 33 − 25) ÷ 40')
+  t.equal(commitBound(withCeilings(40, 33), 'postgres'), 1.35, '(40 + 39 − 25) ÷ 40')
+  t.equal(commitBound(round({}), 'embedded'), undefined, 'no durable ceiling in the round')
+  const report = renderResults(new Date(0), SETTINGS, [withCeilings(40, 33), withCeilings(50, 30), withCeilings(40, 35)])
+  t.match(report, "| (no target) least CPU ÷ design floor's that the commit allows: (floor + durable ceiling − raw ceiling) ÷ floor | — | 1.20 (1.10–1.25) | 1.35 (1.22–1.40) |")
+})
+
 t.test('the round shown: the median server CPU per request; of an even count, the lower middle one', async (t) => {
   const rounds = (...cpuUs: number[]) => cpuUs.map((us) => measured('embedded', { cpuUs: us }))
   const failed: TargetResult = { key: 'embedded', title: 'embedded', notRun: 'failed' }
@@ -164,22 +197,10 @@ t.test('the round shown: the median server CPU per request; of an even count, th
 })
 
 t.test('the report: each target’s median round, the spread over the rounds, the verdicts as CI reads them', async (t) => {
-  const settings: RunSettings = {
-    durationS: 1,
-    warmupS: 0,
-    connections: 50,
-    pinning: 'none',
-    idBase: 0n,
-    databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
-    revision: 'commit `abc1234`',
-    serviceNodeOptions: ['--max-semi-space-size=4'],
-    profiled: false,
-    loadAverage: [0, 0],
-    instructions: 'not counted',
-  }
-  const report = renderResults(new Date(0), settings, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
+  const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
   t.match(report, /^- Rounds: 3, interleaved/m)
   t.match(report, /default log level \(`info`/)
+  t.match(report, '`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image\'s command)')
   t.notMatch(report, /LOG_LEVEL/)
   t.match(report, /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m, 'the Results row is the round of the median CPU')
   t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) |')

@@ -76,6 +76,8 @@ export interface RunSettings {
   readonly revision: string
   /** Node's options of the service processes: those of the image's command. */
   readonly serviceNodeOptions: readonly string[]
+  /** `NAME=value` settings of the image's environment the service runs with besides its own (`MALLOC_ARENA_MAX=1`). */
+  readonly serviceEnvironment: readonly string[]
   /** Whether the service processes ran under `node --cpu-prof` (slower). */
   readonly profiled: boolean
   /** 1-minute load average of the machine when the run started and ended (others' work shows here). */
@@ -247,6 +249,19 @@ export const GOALS: readonly Goal[] = [
   },
   { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, sum: true, met: (value) => value === 0, format: String },
 ]
+
+/** The durable ceiling that commits to each checked target's store. */
+const DURABLE_CEILING = { embedded: 'durable', postgres: 'durable-pg' } as const
+
+/**
+ * The least server CPU per durable create ÷ the design floor's that a round allows: the floor
+ * plus what committing alone costs (the store's durable ceiling − the raw ceiling), ÷ the floor.
+ * The floor stores nothing, so no service that commits before its 200 can go below this.
+ */
+export function commitBound(round: readonly TargetResult[], key: (typeof CHECKED)[number]): number | undefined {
+  const [floor, durable, raw] = [cpuTotal(byKey(round, 'floor')), cpuTotal(byKey(round, DURABLE_CEILING[key])), cpuTotal(byKey(round, 'raw'))]
+  return floor === undefined || durable === undefined || raw === undefined ? undefined : ratio(floor + durable - raw, floor)
+}
 
 /** The service targets the goals are checked on. */
 export const CHECKED = ['embedded', 'postgres'] as const satisfies readonly TargetKey[]
@@ -426,6 +441,10 @@ function goalsSection(rounds: Rounds): string[] {
     const figures = spread(perRound(rounds, key, (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest)))
     return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
   })
+  const bounds = CHECKED.map((key) => {
+    const figures = spread(perRound(rounds, key, (_result, round) => commitBound(round, key)))
+    return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
+  })
   return [
     'Each figure is taken in every round, the service against the design floor or raw ceiling of that same round; shown is the median over the rounds (lowest–highest), and the verdict judges the median. The error count is the sum over all rounds. A round without the service or what it is compared with gives no figure.',
     '',
@@ -433,6 +452,7 @@ function goalsSection(rounds: Rounds): string[] {
     `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
     ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, rounds))).join(' | ')} |`),
     `| (no target) instructions per durable create ÷ design floor's | — | ${instructions.join(' | ')} |`,
+    `| (no target) least CPU ÷ design floor's that the commit allows: (floor + durable ceiling − raw ceiling) ÷ floor | — | ${bounds.join(' | ')} |`,
     '',
   ]
 }
@@ -470,7 +490,7 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
     `- Instructions per request: ${settings.instructions}.`,
     `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof`): the service figures are lower than in a plain run' : 'off'}.`,
-    `- Service measured: ${settings.revision}; \`${['node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
+    `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
     '- Ready: a second start of the target on the data the run left: spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` right after the first start became ready, and the peak (`VmHWM`) after the run.',
     '- Errors / non-2xx / wrong bodies [/ 200s not stored]: the last is 2xx answers minus the rows stored with the measured run\'s ids, for the targets that store.',
     '',

@@ -68,6 +68,9 @@ function imageNodeOptions(): string[] {
 }
 const SERVICE_NODE_OPTIONS = imageNodeOptions()
 
+/** glibc's malloc settings in the image's `ENV` (`MALLOC_ARENA_MAX`): read at exec, so the service targets get them too. */
+const SERVICE_MALLOC_ENV = Object.fromEntries([...readFileSync(join(REPO, 'Dockerfile'), 'utf8').matchAll(/^\s*(?:ENV\s+)?(MALLOC_\w+)=(\S+?)\s*\\?$/gm)].map(([, name, value]) => [name!, value!]))
+
 function bounded(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
@@ -175,7 +178,7 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   const storage: Record<string, string> = {}
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
-  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000' } : {}
+  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_MALLOC_ENV } : {}
   const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
@@ -387,7 +390,7 @@ try {
       : counter.kind === 'callgrind'
         ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: Object.entries(SERVICE_MALLOC_ENV).map(([name, value]) => `${name}=${value}`), profiled: profileDir !== undefined, loadAverage, stolen, instructions }
   writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {

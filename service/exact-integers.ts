@@ -14,8 +14,10 @@ const INT64_MAX = 2n ** 63n - 1n
 /** The smallest double above 2^63: every out-of-range integer is moved at least this far. */
 const OUT_OF_INT64 = 2 ** 63 + 2048
 
-/** Exact values of the members validated as rounded numbers, by holder and member name. */
-const exactValues = new WeakMap<object, Map<string, bigint>>()
+/** A holder's exact values of members validated as rounded numbers; validation skips symbols (a WeakMap was slower). */
+const EXACT = Symbol('exact int64 values')
+
+type Holder = Record<string, unknown> & { [EXACT]?: Map<string, bigint> }
 
 /**
  * A JSON number literal's value (RFC 8259 §6): a `number` when exact, the `bigint` of an integer
@@ -34,12 +36,11 @@ export function numberOf(literal: string): number | bigint {
  * int64 by ±{@link OUT_OF_INT64}, which {@link int64Format} rejects), keeping the exact value
  * of the others; returns the new `holder[key]`.
  */
-export function forValidation(holder: Record<string, unknown>, key: string): unknown {
+export function forValidation(holder: Holder, key: string): unknown {
   const value = holder[key]
   if (typeof value === 'bigint') {
     if (value < INT64_MIN || value > INT64_MAX) return value < 0n ? -OUT_OF_INT64 : OUT_OF_INT64
-    let exact = exactValues.get(holder)
-    if (exact === undefined) exactValues.set(holder, (exact = new Map()))
+    const exact = (holder[EXACT] ??= new Map())
     exact.set(key, value)
     return Number(value)
   }
@@ -114,10 +115,10 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
 function handOver(holder: unknown, path: MemberPath): void {
   if (typeof holder !== 'object' || holder === null) return
   const [name, ...rest] = path as [string, ...string[]]
-  const members = holder as Record<string, unknown>
+  const members = holder as Holder
   if (rest.length > 0) return handOver(members[name], rest)
   const value = members[name]
-  if (typeof value === 'number') members[name] = exactValues.get(members)?.get(name) ?? BigInt(value)
+  if (typeof value === 'number') members[name] = members[EXACT]?.get(name) ?? BigInt(value)
 }
 
 const PARTS = [

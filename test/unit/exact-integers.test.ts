@@ -103,13 +103,14 @@ t.test('a long literal is read exactly however it is padded', async (t) => {
 
 t.test('forValidation replaces bigints nested in arrays and objects by numbers', async (t) => {
   const body = { a: [1, 9007199254740993n, { b: -9007199254740993n }], c: { d: 9223372036854775808n }, e: 2 }
-  t.strictSame(forValidation({ body }, 'body'), { a: [1, 9007199254740992, { b: -9007199254740992 }], c: { d: OUT_OF_INT64 }, e: 2 })
+  // structuredClone: what validation sees, without the exact values a symbol keeps.
+  t.strictSame(structuredClone(forValidation({ body }, 'body')), { a: [1, 9007199254740992, { b: -9007199254740992 }], c: { d: OUT_OF_INT64 }, e: 2 })
 })
 
 t.test('int64 members are handed over through properties and allOf, nested', async (t) => {
   const schema = { allOf: [{ properties: { name: { type: 'string' } } }, { properties: { id: { properties: { own: int64 } } } }] }
-  t.strictSame(handedOver('{"own":9007199254740993,"other":9007199254740993}', schema), { own: 9007199254740993n, other: 9007199254740992 })
-  t.strictSame(handedOver('{"own":5,"other":9007199254740993}', schema), { own: 5n, other: 9007199254740992 }, 'a safe member beside an unsafe one')
+  t.strictSame(structuredClone(handedOver('{"own":9007199254740993,"other":9007199254740993}', schema)), { own: 9007199254740993n, other: 9007199254740992 })
+  t.strictSame(structuredClone(handedOver('{"own":5,"other":9007199254740993}', schema)), { own: 5n, other: 9007199254740992 }, 'a safe member beside an unsafe one')
   t.equal(handedOver('"text"', schema), 'text', 'a value validation would refuse is left alone')
   t.equal(handedOver('null', schema), null)
 })

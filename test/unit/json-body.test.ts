@@ -13,7 +13,8 @@ const OUT_OF_INT64 = 2 ** 63 + 2048
 
 t.test('numbers are read by the exact-integer rule, ready for validation', async (t) => {
   const body = parseJsonBody('{"a":[1,9007199254740993,{"b":-9007199254740993}],"c":{"d":9223372036854775808},"e":2.5,"f":123.0000000000000001}') as Record<string, unknown>
-  t.strictSame(body, { a: [1, 9007199254740992, { b: -9007199254740992 }], c: { d: OUT_OF_INT64 }, e: 2.5, f: Number.NaN })
+  // structuredClone: what validation sees, without the exact values a symbol keeps.
+  t.strictSame(structuredClone(body), { a: [1, 9007199254740992, { b: -9007199254740992 }], c: { d: OUT_OF_INT64 }, e: 2.5, f: Number.NaN })
   t.equal(parseJsonBody('9007199254740993'), Number(9007199254740993n), 'a bare top-level integer is its nearest double')
   t.type(parseJsonBody(`{"id":${'9'.repeat(MAX_NUMBER_LENGTH)}}`), 'object', 'a literal of MAX_NUMBER_LENGTH characters is read')
 })
