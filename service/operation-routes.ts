@@ -57,19 +57,19 @@ export function authenticateFirst(route: RouteOptions, limits: RouteLimits): voi
   if (route.preHandler === undefined) return
   const checks = [route.preHandler].flat() as onRequestAsyncHookHandler[]
   const { countFailedAuthentication, limitToken } = limits
-  // Not an async function: its awaits showed in the profile (docs/benchmarks.md).
   const authenticate =
     countFailedAuthentication === undefined
       ? checks
-      : checks.map(
-          (check) =>
-            function authenticate(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
-              return check.call(this, request, reply).catch(async (failure: unknown) => {
-                await countFailedAuthentication(request)
-                throw failure
-              })
-            },
-        )
+      : [
+          async function authenticate(this: FastifyInstance, request: FastifyRequest, reply: FastifyReply) {
+            try {
+              for (const check of checks) await check.call(this, request, reply)
+            } catch (failure) {
+              await countFailedAuthentication(request)
+              throw failure
+            }
+          },
+        ]
   route.onRequest = [...[route.onRequest ?? []].flat(), ...authenticate, ...(limitToken ? [limitToken] : [])]
   route.preHandler = undefined
 }
