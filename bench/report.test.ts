@@ -10,7 +10,6 @@ import { join } from 'node:path'
 import t from 'tap'
 import { type LoadSummary, parseWrk } from './load.js'
 import {
-  commitBound,
   cpuPerRequest,
   faults,
   GOALS,
@@ -169,22 +168,6 @@ t.test('errors: the sum over all rounds, not a median', async (t) => {
   t.same(judged('errors', [round(unstored(1)), round(unstored(0)), round(unstored(2))]), { measured: '3', met: false })
   t.same(judged('errors', [round(unstored(0)), round(undefined), round(unstored(0))]), { measured: '0 (2 of 3 rounds)', met: true }, 'a round without the service')
   t.same(judged('errors', [round(undefined)]), { measured: 'n/a', met: undefined })
-})
-
-t.test('the least CPU ratio a durable commit allows: the floor plus the durable ceiling’s cost over the raw ceiling', async (t) => {
-  const withCeilings = (floorUs: number, durableUs: number): TargetResult[] => [
-    measured('raw', { cpuUs: 25 }),
-    measured('durable', { cpuUs: durableUs }),
-    measured('durable-pg', { cpuUs: durableUs + 6 }),
-    measured('floor', { cpuUs: floorUs }),
-    measured('embedded', { cpuUs: 60 }),
-    measured('postgres', { cpuUs: 70 }),
-  ]
-  t.equal(commitBound(withCeilings(40, 33), 'embedded'), 1.2, '(40 + 33 − 25) ÷ 40')
-  t.equal(commitBound(withCeilings(40, 33), 'postgres'), 1.35, '(40 + 39 − 25) ÷ 40')
-  t.equal(commitBound(round({}), 'embedded'), undefined, 'no durable ceiling in the round')
-  const report = renderResults(new Date(0), SETTINGS, [withCeilings(40, 33), withCeilings(50, 30), withCeilings(40, 35)])
-  t.match(report, "| (no target) least CPU ÷ design floor's that the commit allows: (floor + durable ceiling − raw ceiling) ÷ floor | — | 1.20 (1.10–1.25) | 1.35 (1.22–1.40) |")
 })
 
 t.test('the round shown: the median server CPU per request; of an even count, the lower middle one', async (t) => {

@@ -250,19 +250,6 @@ export const GOALS: readonly Goal[] = [
   { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, sum: true, met: (value) => value === 0, format: String },
 ]
 
-/** The durable ceiling that commits to each checked target's store. */
-const DURABLE_CEILING = { embedded: 'durable', postgres: 'durable-pg' } as const
-
-/**
- * The least server CPU per durable create ÷ the design floor's that a round allows: the floor
- * plus what committing alone costs (the store's durable ceiling − the raw ceiling), ÷ the floor.
- * The floor stores nothing, so no service that commits before its 200 can go below this.
- */
-export function commitBound(round: readonly TargetResult[], key: (typeof CHECKED)[number]): number | undefined {
-  const [floor, durable, raw] = [cpuTotal(byKey(round, 'floor')), cpuTotal(byKey(round, DURABLE_CEILING[key])), cpuTotal(byKey(round, 'raw'))]
-  return floor === undefined || durable === undefined || raw === undefined ? undefined : ratio(floor + durable - raw, floor)
-}
-
 /** The service targets the goals are checked on. */
 export const CHECKED = ['embedded', 'postgres'] as const satisfies readonly TargetKey[]
 
@@ -441,10 +428,6 @@ function goalsSection(rounds: Rounds): string[] {
     const figures = spread(perRound(rounds, key, (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest)))
     return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
   })
-  const bounds = CHECKED.map((key) => {
-    const figures = spread(perRound(rounds, key, (_result, round) => commitBound(round, key)))
-    return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
-  })
   return [
     'Each figure is taken in every round, the service against the design floor or raw ceiling of that same round; shown is the median over the rounds (lowest–highest), and the verdict judges the median. The error count is the sum over all rounds. A round without the service or what it is compared with gives no figure.',
     '',
@@ -452,7 +435,6 @@ function goalsSection(rounds: Rounds): string[] {
     `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
     ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, rounds))).join(' | ')} |`),
     `| (no target) instructions per durable create ÷ design floor's | — | ${instructions.join(' | ')} |`,
-    `| (no target) least CPU ÷ design floor's that the commit allows: (floor + durable ceiling − raw ceiling) ÷ floor | — | ${bounds.join(' | ')} |`,
     '',
   ]
 }
