@@ -54,6 +54,7 @@ const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
 const UNSTORED_SERVICE = fileURLToPath(new URL('./unstored-service.js', import.meta.url))
 const DESIGN_FLOOR = fileURLToPath(new URL('./design-floor.js', import.meta.url))
 const REPO = fileURLToPath(new URL('../../', import.meta.url))
+const DOCKERFILE = readFileSync(join(REPO, 'Dockerfile'), 'utf8')
 
 /**
  * Node's options in the image's command (the Dockerfile's `CMD ["node", …options,
@@ -61,15 +62,15 @@ const REPO = fileURLToPath(new URL('../../', import.meta.url))
  * @throws when the Dockerfile has no such command.
  */
 function imageNodeOptions(): string[] {
-  const command = /^CMD (\[.*\])\s*$/m.exec(readFileSync(join(REPO, 'Dockerfile'), 'utf8'))?.[1]
+  const command = /^CMD (\[.*\])\s*$/m.exec(DOCKERFILE)?.[1]
   const words = command === undefined ? [] : (JSON.parse(command) as string[])
   if (words[0] !== 'node' || words.at(-1) !== 'dist/service/server.js') throw new Error(`Dockerfile: no CMD ["node", …, "dist/service/server.js"] (found ${command})`)
   return words.slice(1, -1)
 }
 const SERVICE_NODE_OPTIONS = imageNodeOptions()
 
-/** glibc's malloc settings in the image's `ENV` (`MALLOC_ARENA_MAX`): read at exec, so the service targets get them too. */
-const SERVICE_MALLOC_ENV = Object.fromEntries([...readFileSync(join(REPO, 'Dockerfile'), 'utf8').matchAll(/^\s*(?:ENV\s+)?(MALLOC_\w+)=(\S+?)\s*\\?$/gm)].map(([, name, value]) => [name!, value!]))
+/** glibc's malloc settings in the image's `ENV` (`MALLOC_ARENA_MAX=1`), read at exec: the service targets get them too. */
+const SERVICE_MALLOC_SETTINGS = [...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?(MALLOC_\w+=\S+?)\s*\\?$/gm)].map(([, setting]) => setting!)
 
 function bounded(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
@@ -178,7 +179,7 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   const storage: Record<string, string> = {}
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
-  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_MALLOC_ENV } : {}
+  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...Object.fromEntries(SERVICE_MALLOC_SETTINGS.map((setting) => setting.split('='))) } : {}
   const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
@@ -390,7 +391,7 @@ try {
       : counter.kind === 'callgrind'
         ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: Object.entries(SERVICE_MALLOC_ENV).map(([name, value]) => `${name}=${value}`), profiled: profileDir !== undefined, loadAverage, stolen, instructions }
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: SERVICE_MALLOC_SETTINGS, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
   writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {
