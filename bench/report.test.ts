@@ -73,22 +73,6 @@ function round(service: Figures | undefined, floor: Figures = {}): TargetResult[
   return [measured('raw', { readyMs: 200 }), measured('floor', floor), ...(service === undefined ? [] : [measured('embedded', service)])]
 }
 
-/** Settings of a rendered test report. */
-const SETTINGS: RunSettings = {
-  durationS: 1,
-  warmupS: 0,
-  connections: 50,
-  pinning: 'none',
-  idBase: 0n,
-  databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
-  revision: 'commit `abc1234`',
-  serviceNodeOptions: ['--max-semi-space-size=4'],
-  serviceEnvironment: ['MALLOC_ARENA_MAX=1'],
-  profiled: false,
-  loadAverage: [0, 0],
-  instructions: 'not counted',
-}
-
 t.test('CPU per request: utime + stime over the run ÷ responses, in µs', async (t) => {
   t.same(cpuPerRequest({ user: 3, system: 1 }, 100_000), { user: 30, system: 10, total: 40 })
   t.equal(cpuPerRequest({ user: 3, system: 1 }, 0), undefined, 'no response, no figure')
@@ -180,7 +164,21 @@ t.test('the round shown: the median server CPU per request; of an even count, th
 })
 
 t.test('the report: each target’s median round, the spread over the rounds, the verdicts as CI reads them', async (t) => {
-  const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
+  const settings: RunSettings = {
+    durationS: 1,
+    warmupS: 0,
+    connections: 50,
+    pinning: 'none',
+    idBase: 0n,
+    databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
+    revision: 'commit `abc1234`',
+    serviceNodeOptions: ['--max-semi-space-size=4'],
+    serviceEnvironment: ['MALLOC_ARENA_MAX=1'],
+    profiled: false,
+    loadAverage: [0, 0],
+    instructions: 'not counted',
+  }
+  const report = renderResults(new Date(0), settings, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
   t.match(report, /^- Rounds: 3, interleaved/m)
   t.match(report, /default log level \(`info`/)
   t.match(report, '`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image\'s command)')

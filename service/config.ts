@@ -9,7 +9,6 @@ import type { ValidateFunction } from 'ajv'
 import { validate } from './generated/settings.js'
 import { settingsSchema } from './settings.js'
 
-
 type SettingSchemas = (typeof settingsSchema)['properties']
 
 type SettingValue<Schema> = Schema extends { readonly enum: readonly (infer Member)[] }
