@@ -40,6 +40,7 @@ import { createServer } from 'node:http'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { REPO, SERVICE_MALLOC_ENVIRONMENT, SERVICE_MALLOC_SETTINGS, SERVICE_NODE_OPTIONS } from './image.js'
 import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.js'
 import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
 import { storeActivity, storeTotals } from './metrics.js'
@@ -53,25 +54,6 @@ const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))
 const UNSTORED_SERVICE = fileURLToPath(new URL('./unstored-service.js', import.meta.url))
 const DESIGN_FLOOR = fileURLToPath(new URL('./design-floor.js', import.meta.url))
-const REPO = fileURLToPath(new URL('../../', import.meta.url))
-const DOCKERFILE = readFileSync(join(REPO, 'Dockerfile'), 'utf8')
-
-/**
- * Node's options in the image's command (the Dockerfile's `CMD ["node", …options,
- * "dist/service/server.js"]`): the service targets run with them, as the service ships.
- * @throws when the Dockerfile has no such command.
- */
-function imageNodeOptions(): string[] {
-  const command = /^CMD (\[.*\])\s*$/m.exec(DOCKERFILE)?.[1]
-  const words = command === undefined ? [] : (JSON.parse(command) as string[])
-  if (words[0] !== 'node' || words.at(-1) !== 'dist/service/server.js') throw new Error(`Dockerfile: no CMD ["node", …, "dist/service/server.js"] (found ${command})`)
-  return words.slice(1, -1)
-}
-const SERVICE_NODE_OPTIONS = imageNodeOptions()
-
-/** glibc's malloc settings in the image's `ENV` (`MALLOC_ARENA_MAX=1`), read at exec: the service targets get them too. */
-const SERVICE_MALLOC_SETTINGS = [...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?(MALLOC_\w+=\S+?)\s*\\?$/gm)].map(([, setting]) => setting!)
-
 function bounded(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
@@ -179,7 +161,7 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   const storage: Record<string, string> = {}
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
-  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...Object.fromEntries(SERVICE_MALLOC_SETTINGS.map((setting) => setting.split('='))) } : {}
+  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_MALLOC_ENVIRONMENT } : {}
   const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
