@@ -50,8 +50,8 @@ LABEL org.opencontainers.image.title="plant-store" \
       org.opencontainers.image.base.name="docker.io/library/node:24-bookworm-slim"
 # SHUTDOWN_GRACE_MS stays below `docker stop`'s default 10 s, so a slow drain
 # ends in the service's own exit rather than in SIGKILL. One glibc malloc arena,
-# not one per thread that allocates (V8's compiler threads): 1-21 MB less peak
-# RSS under load (median 11), at no CPU cost the benchmark can show (docs/benchmarks.md).
+# not one per thread that allocates (V8's compiler threads): less peak RSS under
+# load, at no CPU cost the benchmark can show (figures in docs/benchmarks.md).
 ENV NODE_ENV=production \
     HOST=0.0.0.0 \
     PORT=3000 \

@@ -45,7 +45,7 @@ const LOG_FLUSH_INTERVAL_MS = 1000
 
 /**
  * Log lines gathered into one write of at least `minLength` characters to `sink`. sonic-boom's own
- * `minLength` measures its whole pending buffer on every line: 0.8 µs a line at 4 KiB (docs/benchmarks.md).
+ * `minLength` measures its whole pending buffer on every line (cost in docs/benchmarks.md).
  */
 export class LineBatch {
   private lines: string[] = []
