@@ -52,6 +52,8 @@ const judged = (start: string, rounds: Rounds) => verdict(goal(start), 'embedded
 interface Figures {
   readonly cpuUs?: number
   readonly p99?: number
+  /** p99 of the warm-up, ms; none when left out. */
+  readonly warmupP99?: number
   readonly peakRssMb?: number
   readonly readyMs?: number
   readonly storedRows?: number
@@ -59,9 +61,9 @@ interface Figures {
 
 /** A measured target: 1,000,000 responses, so `cpuUs` seconds of CPU are `cpuUs` µs per request. */
 function measured(key: TargetKey, figures: Figures = {}): TargetResult {
-  const { cpuUs = 40, p99 = 4, peakRssMb = 100, readyMs = 500, storedRows } = figures
+  const { cpuUs = 40, p99 = 4, warmupP99, peakRssMb = 100, readyMs = 500, storedRows } = figures
   const run = load(100_000, { latencyMs: { p50: 1, p99, max: 20, mean: 1.5 } })
-  return { key, title: key, load: run, cpu: { user: cpuUs, system: 0 }, peakRssMb, readyMs, ...(storedRows === undefined ? {} : { storedRows }) }
+  return { key, title: key, load: run, warmupP99Ms: warmupP99, cpu: { user: cpuUs, system: 0 }, peakRssMb, readyMs, ...(storedRows === undefined ? {} : { storedRows }) }
 }
 
 /**
@@ -154,6 +156,14 @@ t.test('errors: the sum over all rounds, not a median', async (t) => {
   t.same(judged('errors', [round(undefined)]), { measured: 'n/a', met: undefined })
 })
 
+t.test('the warm-up’s p99: reported against the design floor’s of the same round, with no target', async (t) => {
+  const settings = { durationS: 1, warmupS: 1, connections: 50, pinning: 'none', idBase: 0n, databaseUrl: '', revision: '', serviceNodeOptions: [], serviceEnvironment: [], profiled: false, loadAverage: [0, 0], instructions: '' } satisfies RunSettings
+  const report = renderResults(new Date(0), settings, [round({ warmupP99: 30 }, { warmupP99: 10 }), round({ warmupP99: 12 }, { warmupP99: 8 }), round({ warmupP99: 40 }, { warmupP99: 20 })])
+  t.match(report, "| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | 2.00 (1.50–3.00) | n/a |", 'ratios 3, 1.5, 2')
+  t.match(report, /^\| embedded \| 3 of 3 \| [^|]+ \| [^|]+ \| 30\.0 \(12\.0–40\.0\) \|/m, 'the Rounds table’s warm-up column')
+  t.match(report, /^\| floor \| 3 of 3 \| [^|]+ \| [^|]+ \| 10\.0 \(8\.0–20\.0\) \|/m)
+})
+
 t.test('the round shown: the median server CPU per request; of an even count, the lower middle one', async (t) => {
   const rounds = (...cpuUs: number[]) => cpuUs.map((us) => measured('embedded', { cpuUs: us }))
   const failed: TargetResult = { key: 'embedded', title: 'embedded', notRun: 'failed' }
@@ -184,7 +194,8 @@ t.test('the report: each target’s median round, the spread over the rounds, th
   t.match(report, '`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image\'s command)')
   t.notMatch(report, /LOG_LEVEL/)
   t.match(report, /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m, 'the Results row is the round of the median CPU')
-  t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) |')
+  t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | n/a | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) |')
+  t.match(report, "| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | n/a | n/a |", 'no warm-up, no figure')
   t.match(report, "| server CPU per durable create ÷ design floor's | ≤ 1.15 | 1.15 (1.10–1.30): met | not measured |")
   t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 0: met | not measured |')
 })

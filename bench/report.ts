@@ -48,6 +48,8 @@ export interface TargetResult {
   /** Why it was not measured, when it was not. */
   readonly notRun?: string
   readonly load?: LoadSummary
+  /** p99 latency of the warm-up (the first `warmupS` s of load after the start), ms; none without a warm-up. */
+  readonly warmupP99Ms?: number | undefined
   /** CPU time of the server process (all threads) over the measured run. */
   readonly cpu?: CpuTimes | undefined
   readonly instructions?: Instructions
@@ -364,6 +366,7 @@ function resultsSection(rounds: Rounds): string[] {
 const ROUND_FIGURES: readonly { readonly heading: string; readonly of: (result: TargetResult) => number | undefined; readonly format: (value: number) => string }[] = [
   { heading: 'server CPU µs per request', of: cpuTotal, format: (value) => number(value, 1) },
   { heading: 'p99 ms', of: (result) => result.load?.latencyMs.p99, format: (value) => number(value, 1) },
+  { heading: 'warm-up p99 ms', of: (result) => result.warmupP99Ms, format: (value) => number(value, 1) },
   { heading: 'peak RSS MB', of: (result) => result.peakRssMb, format: (value) => number(value, 1) },
   { heading: 'ready ms', of: (result) => result.readyMs, format: (value) => number(value) },
   { heading: 'req/s', of: (result) => result.load?.requestsPerSecond, format: (value) => number(value) },
@@ -424,17 +427,19 @@ function storeSection(shown: readonly TargetResult[], durationS: number): string
 function goalsSection(rounds: Rounds): string[] {
   const titles = CHECKED.map((key) => ofTarget(rounds, key).find((result) => result !== undefined)?.title ?? key)
   const cell = (v: Verdict) => (v.met === undefined ? 'not measured' : `${v.measured}: ${v.met ? 'met' : '**not met**'}`)
-  const instructions = CHECKED.map((key) => {
-    const figures = spread(perRound(rounds, key, (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest)))
-    return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
-  })
+  const againstFloor = (of: (result: TargetResult | undefined) => number | undefined) =>
+    CHECKED.map((key) => {
+      const figures = spread(perRound(rounds, key, (result, round) => ratio(of(result), of(byKey(round, 'floor')))))
+      return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
+    })
   return [
     'Each figure is taken in every round, the service against the design floor or raw ceiling of that same round; shown is the median over the rounds (lowest–highest), and the verdict judges the median. The error count is the sum over all rounds. A round without the service or what it is compared with gives no figure.',
     '',
     `| figure | target | ${titles.join(' | ')} |`,
     `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
     ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, rounds))).join(' | ')} |`),
-    `| (no target) instructions per durable create ÷ design floor's | — | ${instructions.join(' | ')} |`,
+    `| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | ${againstFloor((result) => result?.warmupP99Ms).join(' | ')} |`,
+    `| (no target) instructions per durable create ÷ design floor's | — | ${againstFloor((result) => result?.instructions?.perRequest).join(' | ')} |`,
     '',
   ]
 }

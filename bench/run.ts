@@ -8,7 +8,9 @@
  * Environment (all optional):
  * - `BENCH_ROUNDS`: rounds (default 5, 1–50);
  * - `BENCH_DURATION`: seconds measured per target and round (default 10, 1–600);
- * - `BENCH_WARMUP`: seconds of warm-up before each (default 3, 0–60);
+ * - `BENCH_WARMUP`: seconds of warm-up before each (default 10, 0–60): V8 is still
+ *   optimizing the request path for about 8 s after a start, so a shorter warm-up
+ *   measures JIT warm-up; the warm-up's own p99 is reported too;
  * - `BENCH_CONNECTIONS`: default 50;
  * - `BENCH_TARGETS`: comma-separated subset of
  *   `raw,durable,durable-pg,floor,unstored,embedded,postgres,traced` (default all);
@@ -63,7 +65,7 @@ function bounded(name: string, fallback: number, min: number, max: number): numb
 
 const roundCount = bounded('BENCH_ROUNDS', 5, 1, 50)
 const durationS = bounded('BENCH_DURATION', 10, 1, 600)
-const warmupS = bounded('BENCH_WARMUP', 3, 0, 60)
+const warmupS = bounded('BENCH_WARMUP', 10, 0, 60)
 const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const soakS = bounded('BENCH_SOAK', 0, 0, 3600)
 const soakRate = bounded('BENCH_SOAK_RATE', 2000, 1, 100_000)
@@ -170,11 +172,11 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
 const loadTarget = (server: ServerProcess) => ({ url: server.url, token, ids, connections, ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }) })
 const load = (server: ServerProcess, duration: number): Promise<LoadSummary> => runLoad({ ...loadTarget(server), duration })
 
-type Measured = Pick<TargetResult, 'load' | 'cpu' | 'instructions' | 'peakRssMb' | 'store'>
+type Measured = Pick<TargetResult, 'load' | 'warmupP99Ms' | 'cpu' | 'instructions' | 'peakRssMb' | 'store'>
 
 /** Warm-up, then the measured run: wrk's counts, the server's CPU time (and instructions with perf) over it. */
 async function measure(server: ServerProcess): Promise<Measured> {
-  if (warmupS > 0) await load(server, warmupS)
+  const warmup = warmupS > 0 ? await load(server, warmupS) : undefined
   const storeBefore = await storeTotals(server.url)
   const stopPerf = counter.kind === 'perf' ? perfCount(server.pid) : undefined
   if (stopPerf !== undefined) await new Promise((resolve) => setTimeout(resolve, 200)) // perf attaches
@@ -186,7 +188,7 @@ async function measure(server: ServerProcess): Promise<Measured> {
   const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
   const instructions: Instructions | undefined =
     instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
-  return { load: measured, cpu, peakRssMb: server.peakRssMb(), ...(instructions === undefined ? {} : { instructions }), ...(store === undefined ? {} : { store }) }
+  return { load: measured, warmupP99Ms: warmup?.latencyMs.p99, cpu, peakRssMb: server.peakRssMb(), ...(instructions === undefined ? {} : { instructions }), ...(store === undefined ? {} : { store }) }
 }
 
 /** Rows stored with the measured run's ids, for the targets that store. */
