@@ -77,6 +77,8 @@ export class LineBatch {
 /**
  * Stdout off a terminal, in {@link LineBatch}es: a `write(2)` per line showed in the profile;
  * SIGKILL loses at most the last second. pino's destination stops writing once the reader is gone (EPIPE).
+ * fd 1 must stay blocking, so nothing creates `process.stdout`: on a full non-blocking pipe,
+ * sonic-boom's synchronous write sleeps 100 ms (its EAGAIN retry), and every request waits.
  */
 function bufferedStdout(): LineBatch {
   const stdout = new LineBatch(destination({ dest: 1, sync: true }), LOG_BUFFER_LENGTH)

@@ -3,7 +3,9 @@
  * graceful shutdown on SIGTERM/SIGINT (close-with-grace).
  * @module
  */
+import { writeSync } from 'node:fs'
 import { setTimeout } from 'node:timers/promises'
+import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
 import { createApp, DOCS_PREFIX } from './app.js'
 import { ConfigError, loadConfig } from './config.js'
@@ -12,7 +14,9 @@ import { MigrationError } from './store/migrate.js'
 
 try {
   const config = loadConfig(process.env)
-  const logging = processLogging(config.logLevel, process.stdout.isTTY === true)
+  // Never `process.stdout`: creating it makes a pipe on fd 1 non-blocking, and the log's
+  // synchronous writes then sleep 100 ms whenever the pipe is full (logging.ts).
+  const logging = processLogging(config.logLevel, isatty(1))
   const app = await createApp(config, logging.options)
   closeWithGrace({ delay: config.shutdownGraceMs, logger: app.log }, async ({ signal, err }) => {
     /* c8 ignore next -- an uncaught error cannot be provoked from outside the process */
@@ -28,7 +32,8 @@ try {
   logging.flush()
   if (config.tokenGenerated) {
     // Printed once, on the terminal, not logged: a development convenience only.
-    process.stdout.write(
+    writeSync(
+      1,
       `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\n` +
         `Swagger UI: ${address}${DOCS_PREFIX} (Authorize with the token above)\n\n`,
     )

@@ -128,6 +128,9 @@ function inherited(): Record<string, string | undefined> {
  */
 const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
 
+/** Whether service processes run {@link ARTIFACT} under plain Node, without tap's loader hooks. */
+export const RUNS_ARTIFACT = ARTIFACT !== undefined
+
 /**
  * Spawns `service/server.ts` (or {@link ARTIFACT}) with the given environment on
  * top of the inherited one, on loopback, a free port and {@link LIMITS_OFF} (a test
