@@ -3,7 +3,7 @@
  * replicas that start together wait for one; on SQLite the write lock serializes them.
  * @module
  */
-import { type MigrationResultSet, Migrator } from 'kysely/migration'
+import { type MigrationResultSet, Migrator } from './kysely.js'
 import type { Store } from './store.js'
 import { migrations } from './migrations/index.js'
 

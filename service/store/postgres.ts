@@ -2,7 +2,7 @@
  * The PostgreSQL store: a bounded `pg` Pool with statement and connect timeouts.
  * @module
  */
-import { Kysely, PostgresDialect, sql } from 'kysely'
+import { Kysely, PostgresDialect, sql } from './kysely.js'
 import type { StoreSchema } from './schema.js'
 import type { Store, StoreOptions } from './store.js'
 

@@ -1,0 +1,11 @@
+/**
+ * Kysely, the store's query builder and migrator, through one module. `npm run build`
+ * bundles this module's output with Kysely inside (esbuild), so a start loads one file
+ * instead of Kysely's 257 modules (docs/benchmarks.md); the store's other modules
+ * import Kysely from here only.
+ * @module
+ */
+export { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
+export type { ColumnType, SqliteDatabase, SqliteStatement } from 'kysely'
+export { Migrator } from 'kysely/migration'
+export type { Migration, MigrationResultSet } from 'kysely/migration'
