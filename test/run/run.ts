@@ -82,12 +82,13 @@ const LAYERS: Record<string, Layer> = {
     ],
   },
   bench: { needs: [], commands: [['tap', ...NO_COVERAGE, 'bench/*.test.ts']] },
-  // The built artifact (`npm run build`: what the image and `npm start` run) through the process tests.
+  // The built artifact (`npm run build`: what the image and `npm start` run) through the process tests,
+  // and test/artifact: what holds only without tap's TypeScript loader in the service process.
   artifact: {
     needs: ['postgres'],
     commands: [
       ['npm', 'run', '--silent', 'build'],
-      ['tap', ...NO_COVERAGE, 'test/process/**/*.test.ts'],
+      ['tap', ...NO_COVERAGE, 'test/process/**/*.test.ts', 'test/artifact/**/*.test.ts'],
     ],
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },
