@@ -66,6 +66,22 @@ function measured(key: TargetKey, figures: Figures = {}): TargetResult {
   return { key, title: key, load: run, warmupP99Ms: warmupP99, cpu: { user: cpuUs, system: 0 }, peakRssMb, readyMs, ...(storedRows === undefined ? {} : { storedRows }) }
 }
 
+/** A run's settings, as `run.ts` passes them (the figures come from the rounds). */
+const SETTINGS: RunSettings = {
+  durationS: 1,
+  warmupS: 0,
+  connections: 50,
+  pinning: 'none',
+  idBase: 0n,
+  databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
+  revision: 'commit `abc1234`',
+  serviceNodeOptions: ['--max-semi-space-size=4'],
+  serviceEnvironment: ['MALLOC_ARENA_MAX=1'],
+  profiled: false,
+  loadAverage: [0, 0],
+  instructions: 'not counted',
+}
+
 /**
  * One round: the raw ceiling (ready in 200 ms), the design floor (by default 40 µs,
  * p99 4 ms, peak RSS 100 MB, ready in 500 ms), and the service on the embedded store
@@ -157,8 +173,7 @@ t.test('errors: the sum over all rounds, not a median', async (t) => {
 })
 
 t.test('the warm-up’s p99: reported against the design floor’s of the same round, with no target', async (t) => {
-  const settings = { durationS: 1, warmupS: 1, connections: 50, pinning: 'none', idBase: 0n, databaseUrl: '', revision: '', serviceNodeOptions: [], serviceEnvironment: [], profiled: false, loadAverage: [0, 0], instructions: '' } satisfies RunSettings
-  const report = renderResults(new Date(0), settings, [round({ warmupP99: 30 }, { warmupP99: 10 }), round({ warmupP99: 12 }, { warmupP99: 8 }), round({ warmupP99: 40 }, { warmupP99: 20 })])
+  const report = renderResults(new Date(0), SETTINGS, [round({ warmupP99: 30 }, { warmupP99: 10 }), round({ warmupP99: 12 }, { warmupP99: 8 }), round({ warmupP99: 40 }, { warmupP99: 20 })])
   t.match(report, "| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | 2.00 (1.50–3.00) | n/a |", 'ratios 3, 1.5, 2')
   t.match(report, /^\| embedded \| 3 of 3 \| [^|]+ \| [^|]+ \| 30\.0 \(12\.0–40\.0\) \|/m, 'the Rounds table’s warm-up column')
   t.match(report, /^\| floor \| 3 of 3 \| [^|]+ \| [^|]+ \| 10\.0 \(8\.0–20\.0\) \|/m)
@@ -174,21 +189,7 @@ t.test('the round shown: the median server CPU per request; of an even count, th
 })
 
 t.test('the report: each target’s median round, the spread over the rounds, the verdicts as CI reads them', async (t) => {
-  const settings: RunSettings = {
-    durationS: 1,
-    warmupS: 0,
-    connections: 50,
-    pinning: 'none',
-    idBase: 0n,
-    databaseUrl: 'postgres://postgres@127.0.0.1:5432/test',
-    revision: 'commit `abc1234`',
-    serviceNodeOptions: ['--max-semi-space-size=4'],
-    serviceEnvironment: ['MALLOC_ARENA_MAX=1'],
-    profiled: false,
-    loadAverage: [0, 0],
-    instructions: 'not counted',
-  }
-  const report = renderResults(new Date(0), settings, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
+  const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
   t.match(report, /^- Rounds: 3, interleaved/m)
   t.match(report, /default log level \(`info`/)
   t.match(report, '`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image\'s command)')

@@ -1,8 +1,8 @@
 /**
  * Kysely, the store's query builder and migrator, through one module. `npm run build`
  * bundles this module's output with Kysely inside (esbuild), so a start loads one file
- * instead of Kysely's 257 modules (docs/benchmarks.md); the store's other modules
- * import Kysely from here only.
+ * instead of Kysely's 257 modules (docs/benchmarks.md); ESLint keeps every other
+ * module of service/ importing Kysely from here.
  * @module
  */
 export { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
