@@ -28,6 +28,9 @@
  * - `BENCH_PROFILE`: a directory; the measured service processes then run under
  *   `node --cpu-prof` and write their `.cpuprofile` into `<dir>/<target>`
  *   (summarise with `profile.ts`); the figures of a profiled run are lower;
+ * - `BENCH_PERF`: a directory; every target runs with `node --perf-basic-prof`, its
+ *   measured run is recorded on-CPU (`perf record -e cpu-clock`, `on-cpu.ts`) into
+ *   `<dir>/<target>-<round>.data`, with a summary beside it (`.txt`); needs `perf`;
  * - `BENCH_REPORT`: where to write the report (default `docs/benchmarks.md`).
  *
  * Loopback only, bounded in time; every child process is killed on exit.
@@ -37,13 +40,14 @@
 import { execFileSync } from 'node:child_process'
 import { once } from 'node:events'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { REPO, SERVICE_MALLOC_ENVIRONMENT, SERVICE_MALLOC_SETTINGS, SERVICE_NODE_OPTIONS } from './image.js'
 import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.js'
+import { PERF_NODE_OPTIONS, perfRecord, perfSummary } from './on-cpu.js'
 import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
@@ -76,6 +80,8 @@ const targets = new Set((process.env.BENCH_TARGETS ?? TARGET_KEYS.join(',')).spl
 for (const name of targets) if (!(TARGET_KEYS as readonly string[]).includes(name)) throw new Error(`BENCH_TARGETS: unknown target ${name}`)
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const profileDir = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : undefined
+const perfDir = process.env.BENCH_PERF ? resolve(process.env.BENCH_PERF) : undefined
+if (perfDir !== undefined) mkdirSync(perfDir, { recursive: true })
 const reportPath = resolve(REPO, process.env.BENCH_REPORT ?? 'docs/benchmarks.md')
 const pinningAsked = process.env.BENCH_PINNING ?? 'on'
 if (pinningAsked !== 'on' && pinningAsked !== 'off') throw new Error('BENCH_PINNING must be on or off')
@@ -175,19 +181,26 @@ const load = (server: ServerProcess, duration: number): Promise<LoadSummary> => 
 type Measured = Pick<TargetResult, 'load' | 'warmupP99Ms' | 'cpu' | 'instructions' | 'peakRssMb' | 'store'>
 
 /** Warm-up, then the measured run: wrk's counts, the server's CPU time (and instructions with perf) over it. */
-async function measure(server: ServerProcess): Promise<Measured> {
+async function measure(server: ServerProcess, recording: string | undefined): Promise<Measured> {
   const warmup = warmupS > 0 ? await load(server, warmupS) : undefined
   const storeBefore = await storeTotals(server.url)
   const stopPerf = counter.kind === 'perf' ? perfCount(server.pid) : undefined
-  if (stopPerf !== undefined) await new Promise((resolve) => setTimeout(resolve, 200)) // perf attaches
+  const stopRecording = recording === undefined ? undefined : perfRecord(server.pid, `${recording}.data`)
+  if (stopPerf !== undefined || stopRecording !== undefined) await new Promise((resolve) => setTimeout(resolve, 200)) // perf attaches
   const cpuBefore = server.cpuTimes()
   const measured = await load(server, durationS)
   const cpuAfter = server.cpuTimes()
   const instructionCount = await stopPerf?.()
+  await stopRecording?.()
   const store = storeActivity(storeBefore, await storeTotals(server.url))
   const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
   const instructions: Instructions | undefined =
     instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
+  if (recording !== undefined) {
+    const cpuUs = cpu === undefined || measured.responses === 0 ? 'unknown' : (((cpu.user + cpu.system) * 1e6) / measured.responses).toFixed(1)
+    const header = `# ${recording}.data: ${measured.responses} responses in ${durationS} s; server CPU ${cpuUs} µs per request; shares are % of the samples`
+    writeFileSync(`${recording}.txt`, perfSummary(`${recording}.data`, header))
+  }
   return { load: measured, warmupP99Ms: warmup?.latencyMs.p99, cpu, peakRssMb: server.peakRssMb(), ...(instructions === undefined ? {} : { instructions }), ...(store === undefined ? {} : { store }) }
 }
 
@@ -215,7 +228,11 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   execFileSync('sync', { timeout: 120_000 })
   const env = environment(key)
   const nodeOptions = service ? SERVICE_NODE_OPTIONS : []
-  const nodeArgs = [...nodeOptions, ...(profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`])]
+  const nodeArgs = [
+    ...nodeOptions,
+    ...(profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]),
+    ...(perfDir === undefined ? [] : PERF_NODE_OPTIONS),
+  ]
   try {
     const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
     let measured: Measured
@@ -224,7 +241,7 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
       if (store === 'postgres' && !(await storedInPostgres(databaseUrl, ids.base + ids.issued - 1n))) {
         return { key, title, notRun: 'it answered, but its row is not in PostgreSQL: DATABASE_URL is not supported by this build' }
       }
-      measured = await measure(first)
+      measured = await measure(first, perfDir === undefined ? undefined : join(perfDir, `${key}-${round}`))
     } finally {
       const stopped = await first.stop()
       if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
@@ -375,7 +392,7 @@ try {
       : counter.kind === 'callgrind'
         ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: SERVICE_MALLOC_SETTINGS, profiled: profileDir !== undefined, loadAverage, stolen, instructions }
+  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: SERVICE_MALLOC_SETTINGS, profiled: profileDir !== undefined || perfDir !== undefined, loadAverage, stolen, instructions }
   writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   process.stdout.write(`report: ${reportPath}\n`)
 } catch (error) {
