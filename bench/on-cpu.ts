@@ -10,8 +10,14 @@
  */
 import { spawn, spawnSync } from 'node:child_process'
 
-/** Node's option that writes JIT symbols to `/tmp/perf-<pid>.map` for perf. */
-export const PERF_NODE_OPTIONS: readonly string[] = ['--perf-basic-prof']
+/**
+ * Node's options for a recorded target: JIT symbols in `/tmp/perf-<pid>.map` for perf.
+ * `--perf-basic-prof` also turns V8's log on, which would land in the working
+ * directory as `isolate-*.log`; it goes to `logFile` instead.
+ */
+export function perfNodeOptions(logFile: string): string[] {
+  return ['--perf-basic-prof', `--logfile=${logFile}`, '--no-logfile-per-isolate']
+}
 
 /** Samples per second and thread on the CPU. */
 const FREQUENCY_HZ = 999

@@ -47,7 +47,7 @@ import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { REPO, SERVICE_MALLOC_ENVIRONMENT, SERVICE_MALLOC_SETTINGS, SERVICE_NODE_OPTIONS } from './image.js'
 import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.js'
-import { PERF_NODE_OPTIONS, perfRecord, perfSummary } from './on-cpu.js'
+import { perfNodeOptions, perfRecord, perfSummary } from './on-cpu.js'
 import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
@@ -231,7 +231,7 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   const nodeArgs = [
     ...nodeOptions,
     ...(profileDir === undefined || !service ? [] : ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`]),
-    ...(perfDir === undefined ? [] : PERF_NODE_OPTIONS),
+    ...(perfDir === undefined ? [] : perfNodeOptions(join(perfDir, `${key}-${round}.v8.log`))),
   ]
   try {
     const first = await startServer({ nodeArgs, script, env, port: await freePort(), core: SERVER_CORE, probe })
