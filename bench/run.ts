@@ -52,7 +52,7 @@ import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from 
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
-import { type Instructions, renderResults, type Rounds, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
+import { cpuPerRequest, type Instructions, renderResults, type Rounds, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
 import { renderSoak, runSoak } from './soak.js'
 import { countSqliteRows } from './sqlite.js'
 
@@ -197,7 +197,7 @@ async function measure(server: ServerProcess, recording: string | undefined): Pr
   const instructions: Instructions | undefined =
     instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
   if (recording !== undefined) {
-    const cpuUs = cpu === undefined || measured.responses === 0 ? 'unknown' : (((cpu.user + cpu.system) * 1e6) / measured.responses).toFixed(1)
+    const cpuUs = cpuPerRequest(cpu, measured.responses)?.total.toFixed(1) ?? 'unknown'
     const header = `# ${recording}.data: ${measured.responses} responses in ${durationS} s; server CPU ${cpuUs} µs per request; shares are % of the samples`
     writeFileSync(`${recording}.txt`, perfSummary(`${recording}.data`, header))
   }
@@ -333,7 +333,8 @@ function summary(result: TargetResult, round: number): string {
   const run = result.load
   const which = `  ${result.key}, round ${round} of ${roundCount}:`
   if (run === undefined) return `${which} not run: ${result.notRun}\n`
-  const cpu = result.cpu === undefined ? 'n/a' : `${(((result.cpu.user + result.cpu.system) * 1e6) / run.responses).toFixed(1)} µs`
+  const perRequest = cpuPerRequest(result.cpu, run.responses)
+  const cpu = perRequest === undefined ? 'n/a' : `${perRequest.total.toFixed(1)} µs`
   return (
     `${which} ${Math.round(run.requestsPerSecond)} req/s, p50 ${run.latencyMs.p50.toFixed(2)} ms, p99 ${run.latencyMs.p99.toFixed(2)} ms, ` +
     `statuses ${JSON.stringify(run.statuses)}, errors ${run.errors}, wrong bodies ${run.wrongBodies}` +
