@@ -28,12 +28,22 @@ function redactQuery(query: string): string {
     .join('&')
 }
 
+/**
+ * `responseTime` (ms) still written as a JSON number, but by `JSON.stringify`, which unwraps a
+ * Number object (ECMA-262, SerializeJSONProperty) and writes the digits into its own output.
+ * pino concatenates a plain number, and V8 keeps that text in its number-to-string cache, in
+ * the old generation: about 40 bytes of garbage per request until a mark-compact (docs/benchmarks.md).
+ */
+function durationSerializer(milliseconds: number): object {
+  return new Number(milliseconds)
+}
+
 /** pino options, credentials redacted; `pretty` (pino-pretty) for a terminal. */
 export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    serializers: { req: requestSerializer },
+    serializers: { req: requestSerializer, responseTime: durationSerializer },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   }
 }
