@@ -32,7 +32,7 @@ function redactQuery(query: string): string {
  * `responseTime` (ms) still written as a JSON number, but by `JSON.stringify`, which unwraps a
  * Number object (ECMA-262, SerializeJSONProperty) and writes the digits into its own output.
  * pino concatenates a plain number, and V8 keeps that text in its number-to-string cache, in
- * the old generation: about 40 bytes of garbage per request until a mark-compact (docs/benchmarks.md).
+ * the old generation: garbage on every request until a mark-compact (docs/benchmarks.md).
  */
 function durationSerializer(milliseconds: number): object {
   return new Number(milliseconds)
