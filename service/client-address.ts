@@ -2,7 +2,7 @@
  * The client address that rate limits and logs use.
  * @module
  */
-import { isIP } from 'node:net'
+import { isIP, isIPv4 } from 'node:net'
 import { normalizeIP } from '@fastify/rate-limit'
 import type { FastifyRequest } from 'fastify'
 
@@ -15,5 +15,6 @@ export function clientAddress(request: FastifyRequest): string {
   const hops = request.ips ?? [request.ip]
   let address = hops[0]!
   for (let index = 1; index < hops.length && isIP(hops[index]!) !== 0; index++) address = hops[index]!
-  return normalizeIP(address, 128)
+  // An IPv4 address is already in its normal form; normalizeIP would first try its IPv6 pattern.
+  return isIPv4(address) ? address : normalizeIP(address, 128)
 }

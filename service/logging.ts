@@ -6,8 +6,12 @@ import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import { type DestinationStream, destination, type LoggerOptions } from 'pino'
 import { clientAddress } from './client-address.js'
 
-/** Where credentials could appear in a logged object; replaced by `[redacted]`. */
-const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', 'res.headers["set-cookie"]']
+/**
+ * Where credentials could appear in a logged object; replaced by `[redacted]`. A reply needs
+ * no path: {@link replySerializer} logs none of its headers, and a path under `res` would
+ * make pino's redaction copy every request line's `res` (cost in docs/benchmarks.md).
+ */
+const REDACTED_PATHS = ['headers.authorization', 'headers.cookie']
 
 /** The request as Fastify logs it, query values redacted: a query may carry a credential (`?access_token=`). */
 function requestSerializer(request: FastifyRequest) {
@@ -19,6 +23,11 @@ function requestSerializer(request: FastifyRequest) {
     remoteAddress: clientAddress(request),
     remotePort: request.socket?.remotePort,
   }
+}
+
+/** A reply as logged: its status code only, so no response header (`Set-Cookie`) reaches a log. */
+function replySerializer(reply: { statusCode: number }) {
+  return { statusCode: reply.statusCode }
 }
 
 function redactQuery(query: string): string {
@@ -43,13 +52,13 @@ export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
     redact: { paths: REDACTED_PATHS, censor: '[redacted]' },
-    serializers: { req: requestSerializer, responseTime: durationSerializer },
+    serializers: { req: requestSerializer, res: replySerializer, responseTime: durationSerializer },
     ...(pretty ? { transport: { target: 'pino-pretty', options: { translateTime: 'SYS:HH:MM:ss.l' } } } : {}),
   }
 }
 
 /** Characters of log lines gathered before one write to stdout. */
-const LOG_BUFFER_LENGTH = 4096
+const LOG_BUFFER_LENGTH = 16384
 /** Longest a log line waits in the buffer, ms. */
 const LOG_FLUSH_INTERVAL_MS = 1000
 

@@ -26,6 +26,8 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
     { req: { url: '/plants' } },
   ])
   t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
+  logger.info({ res: { statusCode: 200, headers: { 'set-cookie': 'session=s3cret' }, getHeaders: () => ({ 'set-cookie': 'session=s3cret' }) } }, 'reply')
+  t.same(lines[3]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
 })
 
 t.test('one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed', async (t) => {
