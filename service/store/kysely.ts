@@ -7,5 +7,5 @@
  */
 export { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
 export type { ColumnType, SqliteDatabase, SqliteStatement } from 'kysely'
-export { Migrator } from 'kysely/migration'
+export { DEFAULT_MIGRATION_TABLE, Migrator } from 'kysely/migration'
 export type { Migration, MigrationResultSet } from 'kysely/migration'
