@@ -40,9 +40,9 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
 
 /**
  * Whether Kysely's migration table records exactly this release's migrations, so the
- * Migrator would apply none. One query: the Migrator's own check of its tables reads the
- * database's catalog, about 38 ms of a start on PostgreSQL (docs/benchmarks.md). False
- * when the table is missing or differs: the Migrator then runs and reports as before.
+ * Migrator would apply none. One query, where the Migrator's own check of its tables reads
+ * the database's catalog (its cost at start: docs/benchmarks.md). False when the table is
+ * missing or differs: the Migrator then runs and reports as before.
  */
 async function isUpToDate(store: Store, schema: string | undefined): Promise<boolean> {
   const table = sql.table(schema === undefined ? DEFAULT_MIGRATION_TABLE : `${schema}.${DEFAULT_MIGRATION_TABLE}`)
