@@ -44,6 +44,16 @@ export const OUTPUT_DEADLINE_MS = 120000
  */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
+  return watchService(t, child, output)
+}
+
+/**
+ * The {@link ServiceProcess} of a service process a test spawned itself (stdout and
+ * stderr piped, gathered by {@link collectOutput}), once it listens; killed at teardown.
+ *
+ * @throws as {@link startService} does.
+ */
+export async function watchService(t: TestContext, child: ChildProcess, output: () => string): Promise<ServiceProcess> {
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
   const exited = once(child, 'close')
   t.teardown(() => {
@@ -145,10 +155,15 @@ function spawnService(env: Record<string, string | undefined>, runAs?: RunAs): {
     stdio: ['ignore', 'pipe', 'pipe'],
     ...runAs,
   })
+  return { child, output: collectOutput(child) }
+}
+
+/** Gathers what a child writes to its piped stdout and stderr; call it right after spawning. */
+export function collectOutput(child: ChildProcess): () => string {
   let output = ''
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  return { child, output: () => output }
+  return () => output
 }
 
 /** A TCP proxy in front of PostgreSQL whose link can be cut and restored. */
