@@ -11,15 +11,15 @@ import t from 'tap'
 import { TOKEN } from '../helpers/app.js'
 import { postPlant } from '../helpers/post-plant.js'
 import { collectOutput, RUNS_ARTIFACT, watchService } from '../helpers/process.js'
+import { literalFeedback, withoutTapHooks } from '../helpers/tick-feedback.js'
 
 const PROBE = fileURLToPath(new URL('../fixtures/tick-feedback-probe.ts', import.meta.url))
 
 t.test('after an idle full collection, the service as built still builds tick objects on the fast path', async (t) => {
   t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT=dist/service/server.js, as npm run test:artifact sets it)')
-  // Through `env -i`, without the process-info hooks tap adds to every child's NODE_OPTIONS: they change
-  // the tick objects' maps by themselves (docs/benchmarks.md, "`process.nextTick` on V8's slow path").
-  const environment = [`PATH=${process.env.PATH}`, 'NODE_ENV=test', `PLANT_STORE_TOKENS=${TOKEN}`, `DATA_DIR=${join(t.testdir(), 'data')}`, 'HOST=127.0.0.1', 'PORT=0']
-  const child = spawn('env', ['-i', ...environment, process.execPath, '--expose-gc', '--import', PROBE, process.env.TEST_SERVICE_SCRIPT ?? ''], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const environment = ['NODE_ENV=test', `PLANT_STORE_TOKENS=${TOKEN}`, `DATA_DIR=${join(t.testdir(), 'data')}`, 'HOST=127.0.0.1', 'PORT=0']
+  const [command, args] = withoutTapHooks(environment, [process.execPath, '--expose-gc', '--import', PROBE, process.env.TEST_SERVICE_SCRIPT ?? ''])
+  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] })
   const service = await watchService(t, child, collectOutput(child))
   const create = async (from: number) => {
     for (let id = from; id < from + 5; id++) t.equal((await postPlant(service.url, { id, name: `plant ${id}` })).statusCode, 200)
@@ -32,7 +32,7 @@ t.test('after an idle full collection, the service as built still builds tick ob
   await service.waitFor(/tick feedback probe: printed/)
   // V8 prints through C's stdio, which flushes a pipe at exit.
   t.equal(await service.stop(), 0)
-  const states = [...service.output().matchAll(/DefineKeyedOwnPropertyInLiteral (\w+)/g)].map((match) => match[1]!)
+  const states = literalFeedback(service.output())
   t.ok(states.length > 0, 'V8 printed the literal feedback')
   t.same([...new Set(states)], ['MONOMORPHIC'], `feedback: ${states.join(', ')}`)
 })
