@@ -30,6 +30,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions, type HookHandlerDoneFunction } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import { stringify } from 'lossless-json'
+import { rememberPeer } from './client-address.js'
 import type { Config } from './config.js'
 import { loadContractReadings, type OpenApiDocument, operationMethods } from './contract.js'
 import { shapeOperationRoutes } from './operation-routes.js'
@@ -161,6 +162,7 @@ function guardConnections(app: FastifyInstance, config: AppConfig): void {
   app.server.headersTimeout = config.headersTimeoutMs
   // Past this, Node closes new connections at once, before the store or the pool runs out of file descriptors.
   app.server.maxConnections = config.maxConnections
+  app.server.on('connection', rememberPeer)
   // An expectation other than 100-continue is ignored, as RFC 9110 §10.1.1 allows; Node would answer 417 without a body.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
   // CONNECT asks for a tunnel: 400, as client input never gets a 5xx; Node would close without an answer.
