@@ -10,7 +10,7 @@
  * | onRequest     | onRequest          | under-pressure: 503 while overloaded                         |
  * | onRequest     | authenticate       | bearerAuth before the body is read; failures counted (429)   |
  * | onRequest     | limitToken         | per-token rate limit (429)                                   |
- * | parse         |                    | `parseJsonBody`: exact JSON; 415 for another media type      |
+ * | parse         |                    | `parseJsonBody`: exact UTF-8 JSON; 415 for another media type |
  * | preValidation | refuseMissingBody  | 415 without a body                                           |
  * | validate      |                    | NewPlant, by openapi.yaml (400)                              |
  * | preHandler    | handOverExactInt64 | int64 members as exact bigints                               |
@@ -36,7 +36,7 @@ import { loadContractReadings, type OpenApiDocument, operationMethods } from './
 import { shapeOperationRoutes } from './operation-routes.js'
 import { CONNECT_REFUSED, clientErrorHandler, errorHandler, frameworkErrors, HttpError, notFoundHandler, requireHost } from './errors.js'
 import { exactInt64, int64Format } from './exact-integers.js'
-import { parseJsonBody } from './json-body.js'
+import { parseJsonBody, requireUtf8 } from './json-body.js'
 import { RequestLogController } from './logging.js'
 import { registerMetrics } from './metrics.js'
 import { PlantService, type ServiceParts } from './plant-service.js'
@@ -194,12 +194,13 @@ async function openMigratedStore(app: FastifyInstance, config: AppConfig): Promi
   return store
 }
 
-/** Only JSON, parsed exactly; any other media type, or a body without one, is 415. */
+/** Only JSON in UTF-8, parsed exactly; any other media type or charset, or a body without one, is 415. */
 function acceptJsonOnly(app: FastifyInstance): void {
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      done(null, parseJsonBody(body as string))
+      requireUtf8(request.headers['content-type'])
+      done(null, parseJsonBody(body as Buffer))
     } catch (error) {
       done(error as Error)
     }

@@ -1,8 +1,9 @@
 /**
- * The `application/json` body parser: lossless-json, which shows each number's text,
- * read by the exact-integer rule (exact-integers.ts).
+ * The `application/json` body parser: UTF-8 only (RFC 8259 §8.1), nesting bounded, and
+ * lossless-json, which shows each number's text, read by the exact-integer rule (exact-integers.ts).
  * @module
  */
+import { parse as parseMediaType } from 'content-type'
 import { parse } from 'lossless-json'
 import { HttpError } from './errors.js'
 import { forValidation, numberOf } from './exact-integers.js'
@@ -13,12 +14,41 @@ import { forValidation, numberOf } from './exact-integers.js'
  */
 export const MAX_NUMBER_LENGTH = 100
 
+/** Deepest nesting of arrays and objects (RFC 8259 §9 lets a parser limit it); a NewPlant needs 1. */
+export const MAX_DEPTH = 64
+
+/** Message of the 415 for a `charset` other than UTF-8. */
+export const UTF8_ONLY = 'Unsupported Media Type: send the body as application/json in UTF-8 (RFC 8259 §8.1)'
+
+const utf8 = new TextDecoder('utf-8', { fatal: true })
+
+/**
+ * @throws {HttpError} 415 when the `Content-Type` names a charset other than UTF-8, or cannot be parsed (RFC 9110 §8.3).
+ */
+export function requireUtf8(contentType: string | undefined): void {
+  let charset: string | undefined
+  try {
+    charset = parseMediaType(contentType ?? '').parameters.charset
+  } catch {
+    throw new HttpError(415, UTF8_ONLY)
+  }
+  if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new HttpError(415, UTF8_ONLY)
+}
+
 /**
  * Parses a body for validation: integers past 2^53 as their nearest number, the exact value kept aside.
- * @throws {HttpError} 400 when the text is not JSON, repeats a member name with a different
- *   value (RFC 8259 §4 leaves which one wins open), or has a number over {@link MAX_NUMBER_LENGTH}.
+ * @throws {HttpError} 400 when the bytes are not UTF-8, the text is not JSON, nests deeper than
+ *   {@link MAX_DEPTH}, repeats a member name with a different value (RFC 8259 §4 leaves which one
+ *   wins open), or has a number over {@link MAX_NUMBER_LENGTH}.
  */
-export function parseJsonBody(text: string): unknown {
+export function parseJsonBody(body: Uint8Array | string): unknown {
+  let text: string
+  try {
+    text = typeof body === 'string' ? body : utf8.decode(body)
+  } catch {
+    throw new HttpError(400, 'Body is not valid UTF-8 (RFC 8259 §8.1)')
+  }
+  if (nestsDeeperThan(text, MAX_DEPTH)) throw new HttpError(400, `Body nests arrays and objects deeper than ${MAX_DEPTH} levels`)
   let sawBigInt = false
   const parseNumber = (literal: string): number | bigint => {
     if (literal.length > MAX_NUMBER_LENGTH) throw new HttpError(400, `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`)
@@ -34,4 +64,21 @@ export function parseJsonBody(text: string): unknown {
     throw new HttpError(400, `Body is not valid JSON: ${(error as Error).message}`)
   }
   return sawBigInt ? forValidation({ '': value }, '') : value
+}
+
+/** Whether `[` and `{` outside strings nest deeper than `limit`, in one pass; the parser checks the rest. */
+function nestsDeeperThan(text: string, limit: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index)
+    if (inString) {
+      if (code === 0x5c) index++
+      else if (code === 0x22) inString = false
+    } else if (code === 0x22) inString = true
+    else if (code === 0x5b || code === 0x7b) {
+      if (++depth > limit) return true
+    } else if (code === 0x5d || code === 0x7d) depth--
+  }
+  return false
 }

@@ -68,7 +68,8 @@ export interface components {
     };
     responses: {
         /**
-         * @description unexpected error: the request body is not valid JSON, or is not a
+         * @description unexpected error: the request body is not UTF-8 (RFC 8259 §8.1), is
+         *     not valid JSON, nests arrays and objects deeper than 64 levels, or is not a
          *     NewPlant (a required field is missing, a field has the wrong type, or
          *     `id` is outside the signed 64-bit range). The message names the field.
          *     Also a number literal longer than 100 characters, and a bearer token
@@ -141,8 +142,8 @@ export interface components {
         };
         /**
          * @description The request has no `Content-Type`, or one other than
-         *     `application/json` (RFC 9110 §15.5.16); `application/json` is accepted
-         *     with any `charset` parameter.
+         *     `application/json` (RFC 9110 §15.5.16), or a `charset` other than
+         *     UTF-8: JSON is UTF-8 (RFC 8259 §8.1).
          */
         UnsupportedMediaType: {
             headers: {

@@ -91,6 +91,15 @@ const provokers: Record<
   'BadRequest/outOfRange': {
     answer: async (t) => postPlant(await build(t), '{"id":9223372036854775808,"name":"Monstera deliciosa"}'),
   },
+  'BadRequest/notUtf8': {
+    answer: async (t) => postPlant(await build(t), Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])),
+  },
+  'BadRequest/tooDeep': {
+    answer: async (t) => postPlant(await build(t), `{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`),
+  },
+  'UnsupportedMediaType/charset': {
+    answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }),
+  },
   'Unauthorized/missing': {
     answer: async (t) => postPlant(await build(t), withTag, { headers: { 'content-type': 'application/json' } }),
   },

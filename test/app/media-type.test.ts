@@ -1,7 +1,8 @@
 /**
  * Contract tests of the request media type and body of `POST /plants`: only
- * `application/json` (any charset, case-insensitive) is accepted, else 415 (RFC 9110
- * §15.5.16); malformed JSON and repeated member names are 400; a body over the limit
+ * `application/json` in UTF-8 (RFC 8259 §8.1; media type case-insensitive) is accepted,
+ * else 415 (RFC 9110 §15.5.16); bytes that are not UTF-8, malformed JSON, nesting past
+ * the limit and repeated member names are 400; a body over the limit
  * is 413 (RFC 9110 §15.5.14); `__proto__` members pollute nothing.
  *
  * @module
@@ -9,6 +10,7 @@
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.js'
+import { MAX_DEPTH, UTF8_ONLY } from '../../service/json-body.js'
 import { build, JSON_HEADERS } from '../helpers/app.js'
 import { postPlant } from '../helpers/post-plant.js'
 
@@ -17,7 +19,7 @@ const PLANT = '{"id":1,"name":"Fern","tag":"shade"}'
 /** POSTs `payload` with `contentType` (none when undefined), checked against the contract. */
 const send = (t: Test, app: FastifyInstance, contentType: string | undefined, payload?: string) => postPlant(app, payload, { t, headers: { ...JSON_HEADERS, 'content-type': contentType } })
 
-for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json; charset=latin1']) {
+for (const contentType of ['application/json', 'application/json; charset=utf-8', 'application/json; charset="UTF-8"', 'application/json;charset=utf8']) {
   t.test(`${contentType} is accepted`, async (t) => {
     const app = await build(t)
     const response = await send(t, app, contentType, PLANT)
@@ -59,6 +61,48 @@ for (const [kind, payload] of [
     t.match(response.json(), { error: 400, message: /^Body is not valid JSON/ })
   })
 }
+
+for (const charset of ['iso-8859-1', 'latin1', 'utf-16', 'us-ascii']) {
+  t.test(`application/json; charset=${charset} is 415: JSON is UTF-8 (RFC 8259 §8.1)`, async (t) => {
+    const app = await build(t)
+    const response = await send(t, app, `application/json; charset=${charset}`, PLANT)
+    t.equal(response.statusCode, 415)
+    t.strictSame(response.json(), { error: 415, message: UTF8_ONLY })
+  })
+}
+
+t.test('a Content-Type whose parameters cannot be parsed is 415', async (t) => {
+  const app = await build(t)
+  const response = await send(t, app, 'application/json; charset', PLANT)
+  t.equal(response.statusCode, 415)
+  t.strictSame(response.json(), { error: 415, message: UTF8_ONLY })
+})
+
+t.test('bytes that are not UTF-8 are 400, and nothing is stored in their place', async (t) => {
+  const app = await build(t)
+  for (const bytes of [[0xe9], [0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
+    const body = Buffer.concat([Buffer.from('{"id":500,"name":"caf'), Buffer.from(bytes), Buffer.from('"}')])
+    const response = await postPlant(app, body, { t })
+    t.equal(response.statusCode, 400, Buffer.from(bytes).toString('hex'))
+    t.strictSame(response.json(), { error: 400, message: 'Body is not valid UTF-8 (RFC 8259 §8.1)' })
+  }
+  const stored = await postPlant(app, Buffer.from('{"id":500,"name":"café"}'), { t })
+  t.equal(stored.statusCode, 200, 'the same id in UTF-8 is a new plant, not a conflict')
+  t.strictSame(stored.json(), { name: 'café' })
+})
+
+t.test(`nesting deeper than ${MAX_DEPTH} levels is 400, beside an id past 2^53 too, however deep`, async (t) => {
+  const app = await build(t)
+  const nested = (depth: number) => `{"id":9007199254740993,"name":"deep","x":${'['.repeat(depth)}${']'.repeat(depth)}}`
+  t.equal((await send(t, app, 'application/json', nested(MAX_DEPTH - 1))).statusCode, 200, `${MAX_DEPTH} levels in all are read`)
+  for (const depth of [MAX_DEPTH, 10_000, 30_000]) {
+    const response = await send(t, app, 'application/json', nested(depth))
+    t.equal(response.statusCode, 400, `${depth + 1} levels`)
+    t.strictSame(response.json(), { error: 400, message: `Body nests arrays and objects deeper than ${MAX_DEPTH} levels` })
+  }
+  const inString = `{"id":2,"name":"\\"${'['.repeat(1000)}"}`
+  t.equal((await send(t, app, 'application/json', inString)).statusCode, 200, 'brackets inside a string are text')
+})
 
 /** Object.prototype has none of the members the bodies below try to plant on it. */
 function unpolluted(t: Test): void {
