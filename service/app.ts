@@ -10,6 +10,7 @@
  * | onRequest     | onRequest          | under-pressure: 503 while overloaded                         |
  * | onRequest     | authenticate       | bearerAuth before the body is read; failures counted (429)   |
  * | onRequest     | limitToken         | per-token rate limit (429)                                   |
+ * | onRequest     | inviteBody         | `100 Continue` when asked (RFC 9110 §10.1.1)                 |
  * | parse         |                    | `parseJsonBody`: exact UTF-8 JSON; 415 for another media type |
  * | preValidation | refuseMissingBody  | 415 without a body                                           |
  * | validate      |                    | NewPlant, by openapi.yaml (400)                              |
@@ -165,6 +166,8 @@ function guardConnections(app: FastifyInstance, config: AppConfig): void {
   app.server.on('connection', rememberPeer)
   // An expectation other than 100-continue is ignored, as RFC 9110 §10.1.1 allows; Node would answer 417 without a body.
   app.server.on('checkExpectation', (request, response) => app.server.emit('request', request, response))
+  // 100 Continue only once authenticated (inviteBody, operation-routes.ts); Node would send it at once.
+  app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   // CONNECT asks for a tunnel: 400, as client input never gets a 5xx; Node would close without an answer.
   app.server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
 }

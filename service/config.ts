@@ -53,15 +53,36 @@ export class ConfigError extends Error {
 /** RFC 6750 §2.1 `b64token`; 32 random characters carry 128 (hex) to 192 bits (base64url). */
 const tokenPattern = /^[A-Za-z0-9\-._~+/]{32,}=*$/
 
-/** One character 8 times in a row: a placeholder, not a random token (odds 2^-40 or less for 32 random characters). */
-const longRun = /(.)\1{7}/
+/** Length of a pattern that marks a token as made by hand: odds below 2^-30 in 32 random characters. */
+const PATTERN_LENGTH = 8
+
+/** Whether `PATTERN_LENGTH` characters in a row keep one step (`aaaaaaaa`, `abcdefgh`, `76543210`), or appear twice. */
+function hasPattern(token: string): boolean {
+  const seen = new Set<string>()
+  for (let index = 0; index + PATTERN_LENGTH <= token.length; index++) {
+    const window = token.slice(index, index + PATTERN_LENGTH)
+    if (seen.has(window) || keepsStep(window)) return true
+    seen.add(window)
+  }
+  return false
+}
+
+function keepsStep(window: string): boolean {
+  const step = window.charCodeAt(1) - window.charCodeAt(0)
+  if (Math.abs(step) > 1) return false
+  for (let index = 2; index < window.length; index++) if (window.charCodeAt(index) - window.charCodeAt(index - 1) !== step) return false
+  return true
+}
 
 function isStrongToken(token: string): boolean {
-  return tokenPattern.test(token) && !longRun.test(token) && new Set(token).size >= 8
+  return tokenPattern.test(token) && new Set(token).size >= 8 && !hasPattern(token)
 }
 
 /** Headroom below the open-file limit for what is not a client connection: store files, logs, the database pool. */
 const RESERVED_FILES = 128
+
+/** Default cap on client connections: at about 14 KB each when idle, 140 MB, well inside a 512 MB container. */
+const DEFAULT_MAX_CONNECTIONS = 10_000
 
 /**
  * Reads and validates the configuration; without a token, a development or test start generates one.
@@ -80,8 +101,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
       // The token itself is never echoed: it is a secret.
       throw new ConfigError(
         `Invalid configuration: token #${index + 1} is malformed or guessable; a token must be at least 32 characters of ` +
-          'A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), at least 8 of them different and none 8 times in a row, ' +
-          'so that it carries 128 bits or more: generate one with `openssl rand -base64 32`',
+          'A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), at least 8 of them different, with no 8 in a row that repeat or count ' +
+          '(`aaaaaaaa`, `abcdefgh`, `76543210`) and no 8 that appear twice, so that it carries 128 bits or more: ' +
+          'generate one with `openssl rand -base64 32`',
       )
     }
   }
@@ -103,7 +125,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     tokenGenerated,
     trustProxy: parseTrustProxy(TRUST_PROXY, plain.NODE_ENV),
     corsOrigins: splitList(CORS_ORIGINS),
-    maxConnections: plain.MAX_CONNECTIONS === 0 ? Math.max(1, openFileLimit() - RESERVED_FILES) : plain.MAX_CONNECTIONS,
+    maxConnections: plain.MAX_CONNECTIONS === 0 ? Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, openFileLimit() - RESERVED_FILES)) : plain.MAX_CONNECTIONS,
   }
 }
 

@@ -128,6 +128,16 @@ export function toErrorResponse(error: unknown): {
   return { statusCode: 500, headers: {}, body: { error: 500, message: 'Internal Server Error' }, internal: true }
 }
 
+/**
+ * An error answer ends the connection (RFC 9112 §9.6) when no operation accepted the request
+ * (401, 404, 405) or its body is still unread: kept alive, such a connection would hold a place
+ * under `MAX_CONNECTIONS` for a client that may never send a valid request, or drip a body.
+ */
+function closeIfUnaccepted(request: FastifyRequest, reply: FastifyReply, statusCode: number): FastifyReply {
+  if (statusCode === 401 || statusCode === 404 || statusCode === 405 || !request.raw.complete) reply.header('connection', 'close')
+  return reply
+}
+
 /** Fastify's error handler, never cached: internal failures logged with their cause, client errors at `info`. */
 export function errorHandler(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const response = toErrorResponse(error)
@@ -136,12 +146,12 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   } else {
     request.log.info({ statusCode: response.statusCode, reason: response.body.message }, 'request rejected')
   }
-  return reply.code(response.statusCode).header('cache-control', 'no-store').headers(response.headers).send(response.body)
+  return closeIfUnaccepted(request, reply, response.statusCode).code(response.statusCode).header('cache-control', 'no-store').headers(response.headers).send(response.body)
 }
 
 /** Not-found handler: 404 with the `Error` body. */
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  return reply
+  return closeIfUnaccepted(request, reply, 404)
     .code(404)
     .header('cache-control', 'no-store')
     .send({ error: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` })

@@ -30,10 +30,11 @@ function replySerializer(reply: { statusCode: number }) {
   return { statusCode: reply.statusCode }
 }
 
+/** Every value redacted, and a bare component (`?<token>`) whole: it may be the value itself. */
 function redactQuery(query: string): string {
   return query
     .split('&')
-    .map((pair) => (pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=[redacted]` : pair))
+    .map((pair) => (pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=[redacted]` : pair === '' ? pair : '[redacted]'))
     .join('&')
 }
 

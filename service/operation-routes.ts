@@ -51,7 +51,7 @@ export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocum
  * Moves glue's security handlers, which it runs as a `preHandler` after the body is
  * parsed and validated, to `onRequest`, so no unauthenticated body is parsed; they must
  * be async hooks (they are). A failure is counted against the client address first (429
- * past its budget, else the 401); the per-token limit runs after a success only.
+ * past its budget, else the 401); the per-token limit, then `100 Continue`, come after a success only.
  */
 export function authenticateFirst(route: RouteOptions, limits: RouteLimits): void {
   if (route.preHandler === undefined) return
@@ -70,8 +70,14 @@ export function authenticateFirst(route: RouteOptions, limits: RouteLimits): voi
             }
           },
         ]
-  route.onRequest = [...[route.onRequest ?? []].flat(), ...authenticate, ...(limitToken ? [limitToken] : [])]
+  route.onRequest = [...[route.onRequest ?? []].flat(), ...authenticate, ...(limitToken ? [limitToken] : []), inviteBody]
   route.preHandler = undefined
+}
+
+/** Sends `100 Continue` to a client that waits for it (RFC 9110 §10.1.1), once it is authenticated and within its limits. */
+function inviteBody(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
+  if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue()
+  done()
 }
 
 /**

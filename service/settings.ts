@@ -36,7 +36,7 @@ export const settingsSchema = {
       type: 'string',
       default: '',
       description:
-        'Accepted bearer tokens, comma-separated (several, for rotation). Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, none 8 times in a row: 128 bits or more when random (`openssl rand -base64 32`).',
+        'Accepted bearer tokens, comma-separated (several, for rotation). Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, no 8 in a row that repeat or count (`abcdefgh`) and no 8 that appear twice: 128 bits or more when random (`openssl rand -base64 32`).',
     },
     PLANT_STORE_TOKENS_FILE: {
       type: 'string',
@@ -111,7 +111,8 @@ export const settingsSchema = {
       minimum: 0,
       maximum: 1000000,
       default: 0,
-      description: 'Most open client connections; more are closed at once. `0`: the open-file limit less 128 (kept for the store, logs and the pool).',
+      description:
+        'Most open client connections; more are closed at once. `0`: 10,000 (about 14 KB each when idle), or the open-file limit less 128 (kept for the store, logs and the pool) if lower.',
     },
     KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 3600000, default: 72000, description: "Idle keep-alive lifetime; keep it above the gateway's." },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000, description: 'Most time to receive a whole request; `0` off.' },

@@ -11,7 +11,7 @@ import { loggerOptions } from '../../service/logging.js'
 import { build, JSON_HEADERS, listen, logSink, TOKEN } from '../helpers/app.js'
 import { assertErrorBody, contractViolations } from '../helpers/contract.js'
 import { postPlant } from '../helpers/post-plant.js'
-import { exchange } from '../helpers/raw-http.js'
+import { exchange, requestHead } from '../helpers/raw-http.js'
 
 const WRONG = 'wrong-token-0123456789abcdefghijklmnop'
 
@@ -95,6 +95,80 @@ t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones a
   const answer = once(held[0]!, 'data')
   held[0]!.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
   t.match(String((await answer)[0]), /^HTTP\/1\.1 200/, 'a held connection is served')
+})
+
+/**
+ * Writes `request` on `socket` and gathers what comes back until `done` says so, the server
+ * closes, or `waitMs` pass (a bound on a test that fails, not a speed limit).
+ */
+async function until(socket: Socket, request: string, done: (received: string) => boolean, waitMs = 10_000): Promise<{ received: string; closed: boolean }> {
+  let received = ''
+  let closed = socket.destroyed
+  const settled = new Promise<void>((resolve) => {
+    setTimeout(resolve, waitMs).unref()
+    const check = () => (closed || done(received)) && resolve()
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1')
+      check()
+    })
+    socket.once('close', () => {
+      closed = true
+      check()
+    })
+  })
+  socket.write(request)
+  await settled
+  return { received, closed }
+}
+
+const AUTHORIZED = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+
+t.test('an error answer to a request no operation accepted, or whose body is unread, ends the connection (RFC 9112 §9.6)', async (t) => {
+  const { url } = await listen(t)
+  const cases: Array<[string, string, number]> = [
+    ['an unknown path', `${requestHead('GET', '/nothing')}\r\n`, 404],
+    ['a method /plants has no operation for', `${requestHead('GET', '/plants')}\r\n`, 405],
+    ['a wrong token, its body dripping', `${requestHead('POST', '/plants', { Authorization: 'Bearer wrong', 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{`, 401],
+    ['another media type, its body unread', `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`, 415],
+  ]
+  for (const [what, request, status] of cases) {
+    const socket = await connection(url)
+    t.teardown(() => socket.destroy())
+    const { received, closed } = await until(socket, request, () => false)
+    t.match(received, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), `${what}: ${status}, Connection: close`)
+    t.ok(closed, `${what}: the server closed the connection`)
+  }
+  const socket = await connection(url)
+  t.teardown(() => socket.destroy())
+  const body = '{"id":1,"name":"Ficus"}'
+  const kept = await until(socket, `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`, (received) => received.endsWith('}'))
+  t.match(kept.received, /^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i, 'a create keeps its connection')
+  t.notOk(kept.closed)
+})
+
+t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS', async (t) => {
+  const { url } = await listen(t, { maxConnections: 20 })
+  const idle = await Promise.all(Array.from({ length: 20 }, () => connection(url)))
+  t.teardown(() => idle.forEach((socket) => socket.destroy()))
+  const answers = await Promise.all(idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)))
+  t.ok(answers.every(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed), 'each got 404 and was closed')
+  t.equal((await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })).statusCode, 200)
+})
+
+t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9110 §10.1.1)', async (t) => {
+  const { url } = await listen(t)
+  const body = '{"id":1,"name":"Ficus"}'
+  const head = (headers: Record<string, string>) => `${requestHead('POST', '/plants', { ...headers, 'Content-Type': 'application/json', Expect: '100-continue', 'Content-Length': String(body.length) })}\r\n`
+  const refused = await connection(url)
+  t.teardown(() => refused.destroy())
+  const { received } = await until(refused, head({ Authorization: 'Bearer wrong' }), () => false)
+  t.match(received, /^HTTP\/1\.1 401 /, 'without a valid token: 401, never 100')
+  const invited = await connection(url)
+  t.teardown(() => invited.destroy())
+  const interim = await until(invited, head({ Authorization: `Bearer ${TOKEN}` }), (text) => text.includes('\r\n\r\n'))
+  t.match(interim.received, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, 'with one: 100 Continue, before the body is sent')
+  const final = await until(invited, body, (text) => text.endsWith('}'))
+  t.match(final.received, /HTTP\/1\.1 200 /, 'then 200 for the body')
 })
 
 t.test('no error answer is cached: Cache-Control no-store on 401, 404, 405 and on what the HTTP parser rejects', async (t) => {

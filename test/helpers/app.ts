@@ -87,9 +87,9 @@ export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore
 }
 
 /** A token valid in every app built by {@link build}. */
-export const TOKEN = 'test-token-0123456789abcdefghijklmnopqrstuv'
+export const TOKEN = 'test-token-Zm4qX8vN2pR6tL0wK3sB7cH1jF5gD9y'
 /** A second valid token (rotation). */
-export const OTHER_TOKEN = 'rotated-token-0123456789abcdefghijklmnopqrs'
+export const OTHER_TOKEN = 'rotated-token-Pw5eT9yU3iO7aS1dG6hJ0kL4zX8c'
 
 /** Headers of an authenticated JSON request. */
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const

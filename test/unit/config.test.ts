@@ -17,9 +17,9 @@ import { SETTINGS_VALIDATOR, settingsValidatorSource } from '../../scripts/setti
 import { ConfigError, loadConfig, openFileLimit } from '../../service/config.js'
 import { settingsSchema } from '../../service/settings.js'
 
-const A = 'token-a-0123456789abcdefghijklmnopqrstuv'
-const B = 'token-b-0123456789abcdefghijklmnopqrstuv'
-const C = 'token-c-0123456789abcdefghijklmnopqrstuv'
+const A = 'token-a-Xq7mR2vL9pW4zK8sT3nB6cJ1hF5gD0y'
+const B = 'token-b-Hn4tQ8wE2rY6uI0oP3aS7dF1gJ5kL9z'
+const C = 'token-c-Vb3nM7qW1eR5tY9uI2oP6aS0dF4gH8j'
 
 /** The ConfigError `loadConfig(env)` throws; fails the test when it throws none or another error. */
 function configError(env: NodeJS.ProcessEnv): ConfigError {
@@ -104,6 +104,11 @@ for (const [what, token] of [
   ['of one character', 'a'.repeat(40)],
   ['with one character 8 times in a row', `k3J9xQ2mV7pL${'0'.repeat(8)}wR5tY8uZ1aB4cD6`],
   ['of fewer than 8 different characters', 'abcdefg'.repeat(6)],
+  ['counting up 8 characters in a row', `k3J9xQ2mV7pL${'abcdefgh'}wR5tY8uZ1aB4cD6`],
+  ['counting down 8 characters in a row', `k3J9xQ2mV7pL${'76543210'}wR5tY8uZ1aB4cD6`],
+  ['of a pattern repeated', 'abcdefgh'.repeat(4)],
+  ['of 16 characters twice', '0123456789abcdef'.repeat(2)],
+  ['with 8 random characters twice', `k3J9xQ2mV7pLwR5tY8uZ${'Hn4tQ8wE'.repeat(2)}`],
 ]) {
   t.test(`a token ${what} is a ConfigError that does not echo the token`, async (t) => {
     const fromList = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
@@ -210,10 +215,10 @@ t.test('in production, TRUST_PROXY that trusts every address refuses to start, s
   t.strictSame(loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
 })
 
-t.test('MAX_CONNECTIONS is the open-file limit less 128 unless set', async (t) => {
+t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unless set', async (t) => {
   const limit = openFileLimit()
   t.equal(limit, Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })), 'the soft RLIMIT_NOFILE, as the shell reads it')
-  t.equal(loadConfig({}).maxConnections, limit - 128)
+  t.equal(loadConfig({}).maxConnections, Math.min(10_000, limit - 128))
   t.equal(loadConfig({ MAX_CONNECTIONS: '500' }).maxConnections, 500)
 })
 

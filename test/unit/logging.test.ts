@@ -17,17 +17,19 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
   const logger = pino(loggerOptions('info', false), stream)
   logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
   const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers: { authorization: 'Bearer secret-token-0123456789' } }
-  logger.info({ req: { ...request, url: '/plants?access_token=secret-token-0123456789&debug&x=s3cret' } }, 'incoming request')
+  logger.info({ req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } }, 'incoming request')
   logger.info({ req: { ...request, url: '/plants' } }, 'incoming request')
+  logger.info({ req: { ...request, url: '/plants', ip: undefined, socket: {} } }, 'after the peer left')
   t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
   t.match(lines, [
     { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
-    { req: { method: 'POST', url: '/plants?access_token=[redacted]&debug&x=[redacted]', host: 'plants.example', remoteAddress: '192.0.2.1', remotePort: 4711 } },
+    { req: { method: 'POST', url: '/plants?access_token=[redacted]&[redacted]&&x=[redacted]', host: 'plants.example', remoteAddress: '192.0.2.1', remotePort: 4711 } },
     { req: { url: '/plants' } },
+    { req: { remoteAddress: 'unknown' } },
   ])
   t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
   logger.info({ res: { statusCode: 200, headers: { 'set-cookie': 'session=s3cret' }, getHeaders: () => ({ 'set-cookie': 'session=s3cret' }) } }, 'reply')
-  t.same(lines[3]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
+  t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
 })
 
 t.test('one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed', async (t) => {

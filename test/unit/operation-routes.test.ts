@@ -19,13 +19,14 @@ t.test('a contract route without security or body is left as glue built it', asy
   t.equal(route.preValidation, undefined)
 })
 
-t.test('security moves to onRequest, after existing hooks and before the rate limit', async (t) => {
+t.test('security moves to onRequest, after existing hooks and before the rate limit and 100 Continue', async (t) => {
   const existing = async () => {}
   const security = async () => {}
   const limit = async () => {}
   const route = { method: 'POST', url: '/x', handler: existing, onRequest: existing, preHandler: security } as RouteOptions
   authenticateFirst(route, { limitToken: limit, countFailedAuthentication: undefined })
-  t.same(route.onRequest, [existing, security, limit])
+  t.same((route.onRequest as unknown[]).slice(0, 3), [existing, security, limit])
+  t.equal((route.onRequest as Array<{ name: string }>)[3]!.name, 'inviteBody', 'then 100 Continue, last')
   t.equal(route.preHandler, undefined)
 })
 
