@@ -1,8 +1,11 @@
 /**
  * `compose.yaml` run as written, with podman-compose (Debian's, 1.0.3): the
- * instructions at its top make the secrets, `up -d` starts PostgreSQL and the
- * replicas, and once every container is healthy each replica stores a plant that
- * the other replays (one database). `down -v` removes it all.
+ * instructions at its top make the secrets (owner-only files, each owned by the
+ * user that reads it in its container, in a directory only root enters; none
+ * readable by any other user, on the host or in the containers), `up -d` starts
+ * PostgreSQL and the replicas, and once every container is healthy each replica
+ * stores a plant that the other replays (one database): each read its secrets.
+ * `down -v` removes it all.
  *
  * Nothing in compose.yaml is changed for the test. It runs from a directory of the
  * test's own holding a verbatim copy of compose.yaml and the `secrets/` its
@@ -22,7 +25,7 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -121,7 +124,18 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
   await podman(['tag', await imageUnderTest(), builtImage])
   t.ok(secretCommands().includes('secrets/'), 'the instructions make the secrets')
   await run('bash', ['-euo', 'pipefail', '-c', secretCommands()], { cwd: dir, timeoutMs: COMMAND_TIMEOUT_MS })
-  const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
+  const secretsDir = join(dir, 'secrets')
+  const token = readFileSync(join(secretsDir, 'plant_store_tokens'), 'utf8')
+  const mode = (path: string) => statSync(path).mode & 0o777
+  t.equal(mode(secretsDir) & 0o077, 0, `secrets/ is entered by its owner only (${mode(secretsDir).toString(8)})`)
+  const secretFiles = readdirSync(secretsDir).sort()
+  t.same(secretFiles, ['database_url', 'plant_store_tokens', 'postgres_password'], 'the three secrets')
+  for (const file of secretFiles) {
+    const { uid } = statSync(join(secretsDir, file))
+    t.equal(mode(join(secretsDir, file)) & 0o077, 0, `secrets/${file}: owner only, not readable by group or others (${mode(join(secretsDir, file)).toString(8)}, uid ${uid})`)
+  }
+  t.equal(statSync(join(secretsDir, 'plant_store_tokens')).uid, 1000, 'the tokens belong to uid 1000, the image\'s node user')
+  t.equal(statSync(join(secretsDir, 'database_url')).uid, 1000, 'the database URL belongs to uid 1000')
 
   const started = Date.now()
   // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
@@ -152,6 +166,8 @@ t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy
     t.match(replica.url, /^http:\/\/127\.0\.0\.1:\d+$/, `${replica.service} is published on 127.0.0.1 only: ${replica.url}`)
     const status = await podman(['exec', replica.name, 'cat', '/proc/1/status'])
     t.match(status, /^Uid:\s+1000\s/m, `${replica.service}: uid 1000`)
+    t.equal(await podman(['exec', replica.name, 'stat', '-c', '%u %a', '/run/secrets/plant_store_tokens', '/run/secrets/database_url']), '1000 400\n1000 400', `${replica.service}: its secrets as on the host, owner uid 1000, mode 0400`)
+    await t.rejects(podman(['exec', '--user', '1001', replica.name, 'cat', '/run/secrets/plant_store_tokens']), `${replica.service}: another user of the container cannot read the tokens`)
     t.match(status, /^CapEff:\s+0+$/m, `${replica.service}: no capabilities (cap_drop)`)
     t.match(status, /^NoNewPrivs:\s+1$/m, `${replica.service}: no privilege gain (security_opt)`)
     t.equal(await podman(['inspect', '--format', '{{.HostConfig.ReadonlyRootfs}}', replica.name]), 'true', `${replica.service}: read-only root (read_only)`)

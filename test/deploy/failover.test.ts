@@ -7,8 +7,11 @@
  *
  * Each failover passes only if creates succeed again within 30 s of the kill, every
  * answer meanwhile is 200 or 503 with `Retry-After`, every plant answered 200 is on
- * the new primary and none is stored twice. Then the old primary rejoins as the
- * synchronous standby (rewound), and losing the new primary loses nothing either.
+ * the new primary and none is stored twice. Then the old primary rejoins the way
+ * docs/deployment.md says: its Patroni is started again, and `patronictl list`
+ * shows a Leader and a Sync Standby (the old primary, rewound) once it has caught
+ * up; losing the new primary then loses nothing either. The cluster is set up
+ * with the docs' steps, users and ownership (`test/helpers/postgres-ha.ts`).
  *
  * With `TEST_ASYNC_FAILOVER=1` the same runs with synchronous replication off
  * (`synchronous_mode: false`) and reports what is lost, without requiring 0.
@@ -66,11 +69,16 @@ async function failovers(t: Test, synchronous: boolean): Promise<void> {
   const state: Plants = { created: [], lost: 0 }
 
   await t.test('losing the primary', (t) => loseThePrimary(t, { cluster, gateway, token, synchronous, state, firstId: 1_000_000n }))
-  await t.test('the old primary rejoins as a standby, with every plant answered 200', async (t) => {
+  await t.test('the old primary rejoins as a standby when its Patroni starts again, with every plant answered 200', async (t) => {
     const leader = await leaderOf(cluster)
     const old = cluster.nodes.find((node) => node !== leader)!
+    const listedRole = synchronous ? 'Sync Standby' : 'Replica'
+    const started = performance.now()
     old.start()
-    await t.resolves(cluster.waitUntilHealthy(leader, standbyRole, 180_000), `${old.name} follows ${leader.name} as ${standbyRole}`)
+    await cluster.waitUntilListed(leader, listedRole, 180_000)
+    const seconds = (performance.now() - started) / 1000
+    t.pass(`patronictl list shows ${leader.name} as Leader and ${old.name} as ${listedRole} ${seconds.toFixed(1)} s after ${old.name}'s Patroni started`)
+    await t.resolves(cluster.waitUntilHealthy(leader, standbyRole, 180_000), `${old.name} follows ${leader.name} as ${standbyRole} with no lag, and HAProxy routes to ${leader.name} only`)
     t.comment(/running pg_rewind/.test(old.output()) ? `${old.name} was rewound (pg_rewind)` : `${old.name} needed no pg_rewind`)
     const stored = (node: PatroniNode) => cluster.queryOn<{ n: number }>(node, 'select count(*)::int as n from plant where id = any($1::bigint[])', [state.created.map(String)])
     const [[onStandby], [onLeader]] = await Promise.all([stored(old), stored(leader)])

@@ -1,11 +1,12 @@
 /**
  * Processes of the failover tests: spawned with their output kept, killed with
  * `-9`, and PostgreSQL's processes found from its data directory (a postmaster
- * started by Patroni is not Patroni's child).
+ * started by Patroni is not Patroni's child); the operator's commands (`psql`,
+ * `patronictl`) run to their exit with the environment the docs give them.
  *
  * @module
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn } from 'node:child_process'
 import { existsSync, readFileSync, readdirSync } from 'node:fs'
 import { join } from 'node:path'
 
@@ -31,6 +32,24 @@ export function startProcess(command: string, args: string[], env: Record<string
   const exited = new Promise((resolve) => child.on('close', resolve))
   child.on('error', (error) => keep(Buffer.from(`${command}: ${error.message}\n`)))
   return { child, exited, output: () => output }
+}
+
+/**
+ * Runs `command` to its exit with `env` (and PATH) as its whole environment, as an
+ * operator's shell runs it with what the docs export: `PGPASSWORD` for `psql`, the
+ * `PATRONI_*` overrides for `patronictl`. (`command.ts`'s `run` passes this
+ * process's environment.)
+ * @returns its standard output.
+ * @throws when it exits non-zero or outlasts `timeoutMs`, with what it wrote.
+ */
+export async function runWith(command: string, args: readonly string[], env: Record<string, string>, timeoutMs = 30_000): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(command, args, { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', LC_ALL: 'C.UTF-8', ...env }, timeout: timeoutMs }, (error, stdout, stderr) => {
+      if (error === null) resolve(stdout)
+      // Not error.message: it repeats the arguments, which may hold a password.
+      else reject(new Error(`${command} ${args[0] ?? ''}… failed (${error.killed ? `killed after ${timeoutMs} ms` : `exit ${String(error.code)}`}):\n${stdout}${stderr}`.trimEnd()))
+    })
+  })
 }
 
 /** Kills `running` (-9) unless it has exited, and waits for it. */
