@@ -8,7 +8,8 @@
  * Through it: the contract (create, replay, conflict, the service's own errors with
  * their headers), both replicas serving over kept-alive connections, the client's
  * address in the replicas' logs and as the key of the failed-authentication limit
- * (unspoofable), the body limit (the gateway's 413), Swagger UI in Chromium, and
+ * (unspoofable), the body limit (the gateway's 413), Swagger UI in Chromium, clients
+ * that cut the connection at every phase, and
  * the gateway's 502 once every replica is stopped. What nginx answers by itself,
  * with nothing behind it, is `test/deploy/nginx.test.ts`.
  *
@@ -22,6 +23,7 @@
 import { Agent } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
+import { cutEveryPhase } from '../helpers/abort-client.js'
 import { contractViolations } from '../helpers/contract.js'
 import { requestHead } from '../helpers/raw-http.js'
 import { answeredBy, authorized, bodyOf, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
@@ -219,6 +221,16 @@ for (const [docsPath, id, name, screenshot] of [
     await createsPlantThroughGateway(t, browser, gateway, { docsPath, token, plant: { id, name, tag: 'shade' }, screenshot: screenshotPath(screenshot) })
   })
 }
+
+t.test('clients that cut the connection at every phase of every exchange through the gateway stop neither replica', async (t) => {
+  const exchanges = await cutEveryPhase({ url: gateway.origin, ca: gateway.ca }, token, { rounds: 6, concurrency: 8, prefix: GATEWAY_PREFIX })
+  t.comment(`${exchanges.length} exchanges cut`)
+  for (const replica of replicas) {
+    t.equal(await replica.inspect('{{.State.Running}}'), 'true', `${replica.name} is still running`)
+    t.equal((await direct(replica, '{"id":720,"name":"Fern"}')).statusCode, 200, `${replica.name} still stores plants`)
+  }
+  t.equal((await postPlant(gateway.url, { id: 720, name: 'Fern' }, { ca: gateway.ca, headers: AUTHORIZED })).statusCode, 200, 'and the gateway reaches them')
+})
 
 t.test('no token, valid or not, is in any replica’s log', async (t) => {
   for (const replica of replicas) {

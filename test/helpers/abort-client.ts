@@ -53,8 +53,10 @@ export interface CutExchange {
 async function cutAt(target: Target, request: RequestShape, phase: Phase, reset: boolean): Promise<CutExchange> {
   const socket = open(target)
   let received = ''
+  const tls = target.url.startsWith('https:')
+  // A reset needs the TCP handle, which TLS wraps: over TLS the cut is a close.
   const cut = (): void => {
-    if (reset) socket.resetAndDestroy()
+    if (reset && !tls) socket.resetAndDestroy()
     else socket.destroy()
   }
   const closed = new Promise<void>((resolve) => socket.on('close', () => resolve()))
@@ -63,7 +65,7 @@ async function cutAt(target: Target, request: RequestShape, phase: Phase, reset:
     received += chunk.toString('latin1')
     if (phase === 'after the first byte of the answer') cut()
   })
-  socket.once('connect', () => writeUntil(socket, request, phase, cut))
+  socket.once(tls ? 'secureConnect' : 'connect', () => writeUntil(socket, request, phase, cut))
   // A server that never answers a cut request must not hold the test.
   const guard = setTimeout(cut, 5_000)
   await closed
