@@ -34,7 +34,8 @@ export class PlantRepository {
    * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
    * one atomic commit for all. The primary key decides which writer of an id wins; the
    * others get `replayed` or `conflict` against the row read afterwards, with no
-   * transaction, as rows never change. Within one call the first plant of an id is inserted.
+   * transaction, as rows never change. Within one call the first plant of an id is inserted;
+   * rows are inserted in id order, so concurrent calls lock shared ids in one order.
    * @returns one outcome per plant, in order, all durable.
    * @throws {StoreUnavailableError} when the store is unreachable or overloaded; the
    *   database's own error otherwise. A failed INSERT stores none of its rows.
@@ -68,7 +69,8 @@ export class PlantRepository {
   private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
-    const candidates = [...first.values()]
+    // One lock order for every batch: two batches inserting the same ids in opposite orders deadlock.
+    const candidates = [...first.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     const db = this.store.db
     const inserted = await this.insert(candidates)
     const insertedIds = new Set(inserted.map((row) => String(row.id)))

@@ -2,12 +2,14 @@
  * Group commit: concurrent creates share one transaction, and each still gets its
  * own durable outcome (created, replayed, conflict), including when a batch fails.
  */
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
 import t from 'tap'
 import { GroupCommit } from '../../service/store/group-commit.js'
 import { openStore } from '../../service/store/database.js'
 import { migrateToLatest } from '../../service/store/migrate.js'
 import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../../service/store/plant-repository.js'
-import { freshStore, storeOptions, TEST_DATABASE_URL } from '../helpers/app.js'
+import { freshStore, POSTGRES_URL, storeOptions, TEST_DATABASE_URL } from '../helpers/app.js'
 
 async function repository(t: Parameters<typeof freshStore>[0]) {
   const store = openStore(storeOptions(await freshStore(t)))
@@ -123,3 +125,77 @@ t.test('batches of a size already written reuse its statement and store each row
     [...first, ...second],
   )
 })
+
+t.test('PostgreSQL: concurrent batches over the same ids take their row locks in one order: no deadlock, every answer right', async (t) => {
+  // A database of its own: pg_stat_database counts deadlocks per database, and other tests share the server's.
+  const url = await postgresDatabase(t)
+  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: url }))
+  t.teardown(() => store.close())
+  await migrateToLatest(store)
+  const stats = new pg.Client({ connectionString: url })
+  await stats.connect()
+  t.teardown(() => stats.end())
+  const before = await deadlocks(stats)
+  // Ten batches of ten in flight, over the same twenty ids, each in random order and
+  // with one of two contents; rounds on fresh ids, as a row once committed locks nothing.
+  const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
+  for (let round = 0; round < 5; round++) {
+    const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
+    const plants = shuffled(Array.from({ length: 200 }, (_, i) => plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`)))
+    const outcomes = await Promise.all(plants.map((p) => group.save(p)))
+    const { rows } = await stats.query<{ id: string; name: string }>('select id, name from plant where id = any($1::bigint[])', [ids])
+    t.equal(rows.length, 20, `round ${round}: each id stored once`)
+    const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
+    const wrong = outcomes.filter((outcome, i) => {
+      const sent = plants[i]!
+      const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
+      return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
+    })
+    t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
+    t.equal(outcomes.filter((outcome) => outcome.status === 'created').length, 20, `round ${round}: one create per id`)
+  }
+  await store.close()
+  t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
+})
+
+/** `items` in a random order (Fisher–Yates), in place. */
+function shuffled<T>(items: T[]): T[] {
+  for (let i = items.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1))
+    const item = items[i]!
+    items[i] = items[j]!
+    items[j] = item
+  }
+  return items
+}
+
+/** Creates an empty PostgreSQL database (dropped at teardown). @returns its `postgres://` URL. */
+async function postgresDatabase(t: Parameters<typeof freshStore>[0]): Promise<string> {
+  const name = `test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: POSTGRES_URL })
+  await admin.connect()
+  await admin.query(`create database ${name}`).finally(() => admin.end())
+  t.teardown(async () => {
+    const admin = new pg.Client({ connectionString: POSTGRES_URL })
+    await admin.connect()
+    await admin.query(`drop database ${name} with (force)`).finally(() => admin.end())
+  })
+  const url = new URL(POSTGRES_URL)
+  url.pathname = `/${name}`
+  return url.toString()
+}
+
+/**
+ * `pg_stat_database.deadlocks` of the database `client` is connected to, once every other
+ * session of it has ended (`settled`): a session hands its counts over by the time it
+ * leaves `pg_stat_activity`, or within a second of going idle.
+ */
+async function deadlocks(client: pg.Client, settled = false): Promise<number> {
+  for (const deadline = Date.now() + 30000; settled && Date.now() < deadline; ) {
+    const { rows } = await client.query('select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
+    if (rows[0].others === 0) break
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+  const { rows } = await client.query('select deadlocks::int from pg_stat_database where datname = current_database()')
+  return rows[0].deadlocks
+}
