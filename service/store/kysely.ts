@@ -6,6 +6,6 @@
  * @module
  */
 export { CompiledQuery, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely'
-export type { ColumnType, SqliteDatabase, SqliteStatement } from 'kysely'
+export type { ColumnType, PostgresPool, PostgresPoolClient, PostgresQueryResult, SqliteDatabase, SqliteStatement } from 'kysely'
 export { DEFAULT_MIGRATION_TABLE, Migrator } from 'kysely/migration'
 export type { Migration, MigrationResultSet } from 'kysely/migration'

@@ -26,6 +26,7 @@ t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"
     error('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
     error('timeout exceeded when trying to connect'),
     error('Connection terminated unexpectedly'),
+    error('Query read timeout'),
   ]) {
     t.ok(store.isUnavailable(unavailable), unavailable.message)
   }

@@ -1,0 +1,84 @@
+/**
+ * A TCP proxy in front of PostgreSQL that can be partitioned: bytes stop both ways
+ * and no socket is closed, as when a network link drops packets, until it heals.
+ * (`cuttableProxy` of `process.ts` closes the connections instead.)
+ *
+ * @module
+ */
+import { once } from 'node:events'
+import { connect, createServer, type Socket } from 'node:net'
+import type { TestContext } from './app.js'
+
+/** A {@link partitionProxy}. */
+export interface PartitionProxy {
+  /** `postgres://` URL through the proxy (same database and options). */
+  readonly url: string
+  /**
+   * Stops forwarding both ways, on open connections and on those accepted meanwhile
+   * (held unanswered); nothing is closed, nothing dropped.
+   */
+  partition(): void
+  /** Forwards again: what was held goes through, held connections reach the server. */
+  heal(): void
+  /**
+   * Forwards new connections again; those held stay held until {@link heal}, as if
+   * their path never came back (a failover that moved the address).
+   */
+  healNew(): void
+}
+
+/** Starts a {@link PartitionProxy} to `target` on a free loopback port; closed at teardown. */
+export async function partitionProxy(t: TestContext, target: string): Promise<PartitionProxy> {
+  const upstream = new URL(target)
+  const sockets = new Set<Socket>()
+  /** Accepted during a partition, not yet connected upstream. */
+  const held: Socket[] = []
+  let partitioned = false
+  const track = (socket: Socket) => {
+    sockets.add(socket)
+    socket.on('error', () => socket.destroy())
+    socket.on('close', () => sockets.delete(socket))
+  }
+  // Forwarded chunk by chunk, not piped: pipe() resumes a source on drain, and a pause must hold.
+  const link = (client: Socket) => {
+    const backend = connect(Number(upstream.port || 5432), upstream.hostname)
+    track(backend)
+    for (const [from, to] of [
+      [client, backend],
+      [backend, client],
+    ] as const) {
+      from.on('data', (chunk) => to.write(chunk))
+      from.on('end', () => to.end())
+      from.on('close', () => to.destroy())
+    }
+  }
+  const server = createServer((client) => {
+    track(client)
+    if (!partitioned) return link(client)
+    client.pause()
+    held.push(client)
+  })
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => {
+    for (const socket of sockets) socket.destroy()
+    server.close()
+  })
+  const url = new URL(target)
+  url.host = `127.0.0.1:${(server.address() as { port: number }).port}`
+  return {
+    url: url.toString(),
+    partition: () => {
+      partitioned = true
+      for (const socket of sockets) socket.pause()
+    },
+    heal: () => {
+      partitioned = false
+      for (const client of held.splice(0)) link(client)
+      for (const socket of sockets) socket.resume()
+    },
+    healNew: () => {
+      partitioned = false
+    },
+  }
+}
