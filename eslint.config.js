@@ -18,9 +18,7 @@ export default tseslint.config(
   },
   {
     files: ['service/**/*.ts'],
-    ignores: ['service/store/kysely.ts'],
     rules: {
-      'no-restricted-imports': ['error', { paths: ['kysely', 'kysely/migration'].map((name) => ({ name, message: 'Import Kysely through service/store/kysely.ts, the module npm run build bundles.' })) }],
       'no-restricted-properties': ['error', { object: 'process', property: 'stdout', message: 'Creating process.stdout makes a pipe on fd 1 non-blocking: the log then sleeps 100 ms on a full pipe (service/logging.ts).' }],
     },
   },

@@ -3,7 +3,8 @@
  * replicas that start together wait for one; on SQLite the write lock serializes them.
  * @module
  */
-import { DEFAULT_MIGRATION_TABLE, type MigrationResultSet, Migrator, sql } from './kysely.js'
+import { sql } from 'kysely'
+import { DEFAULT_MIGRATION_TABLE, type MigrationResultSet, Migrator } from 'kysely/migration'
 import type { Store } from './store.js'
 import { migrations } from './migrations/index.js'
 

@@ -3,7 +3,7 @@
  * replay, or a conflict. Dialect-free Kysely code.
  * @module
  */
-import { CompiledQuery } from './kysely.js'
+import { CompiledQuery } from 'kysely'
 import type { Store } from './store.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */

@@ -3,7 +3,7 @@
  * @module
  */
 import type pg from 'pg'
-import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, sql } from './kysely.js'
+import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, sql } from 'kysely'
 import type { StoreSchema } from './schema.js'
 import type { Store, StoreOptions } from './store.js'
 

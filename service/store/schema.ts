@@ -2,7 +2,7 @@
  * Kysely's types of the tables the migrations create (the HTTP shapes are openapi.yaml's).
  * @module
  */
-import type { ColumnType } from './kysely.js'
+import type { ColumnType } from 'kysely'
 
 /** Table `plant`: one row per stored plant; rows are never changed. */
 interface PlantTable {

@@ -3,7 +3,7 @@
  * implement it, `database.ts` picks one.
  * @module
  */
-import type { Kysely } from './kysely.js'
+import type { Kysely } from 'kysely'
 import type { Config } from '../config.js'
 import type { StoreSchema } from './schema.js'
 

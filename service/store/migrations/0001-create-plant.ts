@@ -2,7 +2,7 @@
  * Migration 0001: table `plant`, the same on SQLite and PostgreSQL.
  * @module
  */
-import { type Kysely, sql } from '../kysely.js'
+import { type Kysely, sql } from 'kysely'
 
 /** Creates table `plant` (id bigint primary key, name, tag, created_at). */
 export async function up(db: Kysely<unknown>): Promise<void> {

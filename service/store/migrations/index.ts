@@ -2,7 +2,7 @@
  * Migrations, applied in name order: a new one is a new numbered file, never an edit.
  * @module
  */
-import type { Migration } from '../kysely.js'
+import type { Migration } from 'kysely/migration'
 import * as createPlant from './0001-create-plant.js'
 
 export const migrations: Readonly<Record<string, Migration>> = {
