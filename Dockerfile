@@ -58,6 +58,7 @@ ENV NODE_ENV=production \
     PORT=3000 \
     DATA_DIR=/data \
     SHUTDOWN_GRACE_MS=8000 \
+    NODE_COMPILE_CACHE=/tmp/node-compile-cache \
     MALLOC_ARENA_MAX=1
 WORKDIR /app
 # Application files stay owned by root (read-only to the service); only /data is

@@ -17,12 +17,6 @@ export default tseslint.config(
     },
   },
   {
-    files: ['service/**/*.ts'],
-    rules: {
-      'no-restricted-properties': ['error', { object: 'process', property: 'stdout', message: 'Creating process.stdout makes a pipe on fd 1 non-blocking: the log then sleeps 100 ms on a full pipe (service/logging.ts).' }],
-    },
-  },
-  {
     // tap's t.test() returns a promise that tap itself awaits and reports.
     files: ['test/**/*.ts', '**/*.test.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },

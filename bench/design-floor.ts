@@ -25,7 +25,7 @@ const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, 
   import('fastify'),
   import('fastify-openapi-glue'),
   import('../service/contract.js'),
-  import('../service/security.js'),
+  import('../service/operations/security.js'),
 ])
 
 const tokens = (process.env.PLANT_STORE_TOKENS ?? '').split(',').filter((token) => token !== '')

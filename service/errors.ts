@@ -4,15 +4,15 @@
  * @module
  */
 import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from './generated/openapi.js'
 
-// Node's http module itself, not its ESM facade: `import … from 'node:http'` reads
-// every export, and the lazy WebSocket ones load undici (35 ms of start-up).
-const { STATUS_CODES } = process.getBuiltinModule('node:http')
-
-/** An error that carries the HTTP status it must be answered with, and its headers. */
+/**
+ * An error that carries the HTTP status it must be answered with, and its headers
+ * (`WWW-Authenticate`, `Retry-After`, `Allow`), which @fastify/error's classes have no place for.
+ */
 export class HttpError extends Error {
   /** @param message - sent to the client, so no internals. */
   constructor(
@@ -49,16 +49,6 @@ export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as 
 export const CONNECT_REFUSED = 'Bad Request: CONNECT asks for a tunnel, which the service does not open'
 
 type ErrorBody = components['schemas']['Error']
-
-/** glue's SecurityError: thrown when no security scheme accepted the request. */
-interface SecurityFailure {
-  statusCode: number
-  errors: unknown[]
-}
-
-function isSecurityFailure(error: unknown): error is SecurityFailure {
-  return error instanceof Error && error.name === 'Unauthorized' && Array.isArray((error as unknown as SecurityFailure).errors)
-}
 
 /**
  * Statuses of requests Node's HTTP server rejects itself, by error code, as Node chooses
@@ -108,10 +98,6 @@ export function toErrorResponse(error: unknown): {
   body: ErrorBody
   internal: boolean
 } {
-  if (isSecurityFailure(error)) {
-    const cause = error.errors.find((item) => item instanceof HttpError)
-    if (cause) return toErrorResponse(cause)
-  }
   if (error instanceof HttpError) {
     return { statusCode: error.statusCode, headers: error.headers, body: { error: error.statusCode, message: error.message }, internal: false }
   }

@@ -68,20 +68,8 @@ export interface components {
     };
     responses: {
         /**
-         * @description unexpected error: the request body is not UTF-8 (RFC 8259 §8.1), is
-         *     not valid JSON, nests arrays and objects deeper than 64 levels, or is not a
-         *     NewPlant (a required field is missing, a field has the wrong type, or
-         *     `id` is outside the signed 64-bit range). The message names the field.
-         *     Also a number literal longer than 100 characters, and a bearer token
-         *     sent in the query string (`access_token`, RFC 6750 §2.3: not
-         *     supported), which gets `WWW-Authenticate` with `error="invalid_request"`.
-         *     Also a method no HTTP specification defines (RFC 9110 §9.1 suggests
-         *     501; the service keeps 5xx for its own faults), and CONNECT, which asks
-         *     for a tunnel the service does not open. Also a request that is
-         *     not valid HTTP/1.1: a malformed request line,
-         *     header or percent-encoding, no `Host` header (RFC 9112 §3.2), both
-         *     `Content-Length` and `Transfer-Encoding` or two different
-         *     `Content-Length` values (RFC 9112 §6.3), a broken chunked body.
+         * @description unexpected error: the body is not a valid NewPlant in UTF-8 JSON, or the
+         *     request is not valid HTTP/1.1; the message names what is wrong.
          */
         BadRequest: {
             headers: {
@@ -96,10 +84,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /**
-         * @description The `Authorization` header is missing, is not a bearer token, or the
-         *     token is not valid (RFC 6750 §3). Checked before the body is read.
-         */
+        /** @description No valid bearer token (RFC 6750 §3); checked before the body is read. */
         Unauthorized: {
             headers: {
                 /**
@@ -115,9 +100,8 @@ export interface components {
             };
         };
         /**
-         * @description A plant with this `id` is already stored with a different `name` or
-         *     `tag` (a tag added or left out counts as different). Identical content
-         *     is not a conflict but an idempotent replay.
+         * @description A plant with this `id` is stored with another `name` or `tag`
+         *     (identical content is an idempotent replay, 200).
          */
         Conflict: {
             headers: {
@@ -154,12 +138,9 @@ export interface components {
             };
         };
         /**
-         * @description Too many requests (RFC 6585 §4); retry after the number of seconds in
-         *     `Retry-After`. Either this bearer token has used up its request budget
-         *     for the current window, or too many requests from this client address
-         *     failed authentication in the current window (see "Guessing tokens"
-         *     above), or the gateway in front of the service refused more requests,
-         *     or more at once, from this client address than it allows.
+         * @description Too many requests for this token, too many failed authentications from
+         *     this address, or too many for the gateway (RFC 6585 §4); retry after
+         *     `Retry-After` seconds.
          */
         TooManyRequests: {
             headers: {
@@ -270,10 +251,9 @@ export interface components {
             };
         };
         /**
-         * @description The store is unreachable or cannot write (a full disk), or the service
-         *     is overloaded or shutting down.
-         *     Nothing was stored. Retry after the number of seconds in `Retry-After`;
-         *     retrying with the same body is safe.
+         * @description The store is unreachable, too slow or full, or the service is
+         *     overloaded or shutting down; retry after `Retry-After` seconds with
+         *     the same body (a replay if it was stored after all).
          */
         ServiceUnavailable: {
             headers: {

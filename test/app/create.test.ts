@@ -1,7 +1,7 @@
 /**
  * Contract tests of `createPlant` (`POST /plants`): create, durable storage,
  * idempotent replay, conflict (also under concurrency) and exact int64 ids
- * (openapi.yaml, info.description: "Identity and retries", "Durability", "Integers").
+ * (openapi.yaml, info.description: "Retries are safe", "200 means durable", "Integers").
  *
  * Rows are read straight from the store the app used (SQLite file, or the
  * PostgreSQL schema of {@link freshStore} when `TEST_DATABASE_URL` is set).

@@ -1,9 +1,8 @@
 /**
  * The service as a process, over real sockets: start, durability across `kill -9`
- * and restart, the compile cache, token handling at start-up, graceful shutdown, and
+ * and restart, token handling at start-up, graceful shutdown, and
  * logs free of secrets.
  */
-import { readdirSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
@@ -26,14 +25,6 @@ t.test('a 200 means stored: plants survive kill -9 and a restart on the same dat
   const conflicts = await Promise.all(bodies.map((body) => postPlant(second.url, body.replace('plant', 'other'))))
   t.same(conflicts.map((response) => response.statusCode), bodies.map(() => 409), 'and different content conflicts')
   t.equal(await second.stop(), 0)
-})
-
-t.test('a start leaves its compiled modules in the compile cache under TMPDIR, for the next start to reuse', async (t) => {
-  const tmp = t.testdir()
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(tmp, 'data'), NODE_ENV: 'test', TMPDIR: tmp, NODE_DISABLE_COMPILE_CACHE: undefined })
-  t.equal(await service.stop(), 0)
-  const cached = readdirSync(join(tmp, 'node-compile-cache'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile())
-  t.ok(cached.length > 100, `${cached.length} modules cached`)
 })
 
 t.test('SIGTERM: readiness turns 503 for the drain delay while requests are still served, then the process exits 0', async (t) => {

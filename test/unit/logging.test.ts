@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { LineBatch, loggerOptions, processLogging, RequestLogController } from '../../service/logging.js'
+import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.js'
 import { logSink } from '../helpers/app.js'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
@@ -56,22 +56,6 @@ t.test('the process logs pretty on a terminal, else JSON through a buffered stdo
   t.doesNotThrow(() => terminal.flush())
   const piped = processLogging('info', false)
   t.equal(piped.options.transport, undefined)
-  t.ok(piped.options.stream instanceof LineBatch, 'stdout, in batches of lines')
+  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: false }, "stdout through pino's buffered destination")
   t.doesNotThrow(() => piped.flush())
-})
-
-t.test('a LineBatch writes its lines in one chunk once they reach its length, and the rest on flush', async (t) => {
-  const chunks: string[] = []
-  const batch = new LineBatch({ write: (chunk: string) => chunks.push(chunk) }, 10)
-  batch.write('abcd\n')
-  batch.write('efgh\n')
-  t.same(chunks, ['abcd\nefgh\n'], 'ten characters: one write of both lines')
-  batch.write('ij\n')
-  t.same(chunks, ['abcd\nefgh\n'], 'fewer: gathered')
-  let flushed = false
-  batch.flush(() => (flushed = true))
-  t.same(chunks, ['abcd\nefgh\n', 'ij\n'])
-  t.ok(flushed, "pino's flush callback is called")
-  batch.flush()
-  t.equal(chunks.length, 2, 'nothing gathered: nothing written')
 })

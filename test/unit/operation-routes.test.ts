@@ -1,33 +1,68 @@
 /**
- * Unit tests of the changes made to the contract's routes (service/operation-routes.ts):
- * authentication moved before the body, and 405 for the methods a path has no
- * operation for, on a bare Fastify instance.
+ * Unit tests of the route options each operation gets from the contract
+ * (service/operations/routes.ts): security requirements, required bodies, and 405 for the
+ * methods a path has no operation for, on a bare Fastify instance.
  *
  * @module
  */
-import Fastify, { type RouteOptions } from 'fastify'
+import Fastify from 'fastify'
 import t from 'tap'
-import { addMethodNotAllowed, authenticateFirst, requireBody } from '../../service/operation-routes.js'
-import { errorHandler } from '../../service/errors.js'
+import type { OpenApiDocument } from '../../service/contract.js'
+import { errorHandler, HttpError } from '../../service/errors.js'
+import { addMethodNotAllowed, authentication, requiredBody } from '../../service/operations/routes.js'
 
-t.test('a contract route without security or body is left as glue built it', async (t) => {
-  const handler = async () => 'ok'
-  const route = { method: 'GET', url: '/open', handler, schema: {} } as RouteOptions
-  authenticateFirst(route, { limitToken: undefined, countFailedAuthentication: undefined })
-  requireBody(route)
-  t.equal(route.onRequest, undefined)
-  t.equal(route.preValidation, undefined)
+const contract = (security?: OpenApiDocument['security']): OpenApiDocument => ({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: {}, security })
+const refuse = (status: number) => async () => {
+  throw new HttpError(status, `refused ${status}`)
+}
+const noLimits = { limitToken: undefined, countFailedAuthentication: undefined }
+
+/** An app with one POST route guarded by `authentication(...)`. */
+async function guarded(hooks: ReturnType<typeof authentication>) {
+  const app = Fastify()
+  app.setErrorHandler(errorHandler)
+  app.post('/x', { onRequest: hooks }, async () => ({ ok: true }))
+  return app
+}
+
+t.test('an operation passes when every scheme of one requirement accepts it; the first failure is answered', async (t) => {
+  const accept = async () => {}
+  const hooks = authentication(contract([{ a: [], b: [] }, { c: [] }]), { operationId: 'op', responses: {} }, { a: accept, b: refuse(401), c: refuse(403) }, noLimits)
+  t.equal((await (await guarded(hooks)).inject({ method: 'POST', url: '/x' })).statusCode, 401, 'neither requirement is met: the first failure')
+  const either = authentication(contract([{ a: [], b: [] }, { c: [] }]), { operationId: 'op', responses: {} }, { a: accept, b: refuse(401), c: accept }, noLimits)
+  t.equal((await (await guarded(either)).inject({ method: 'POST', url: '/x' })).statusCode, 200, 'the second requirement is met')
 })
 
-t.test('security moves to onRequest, after existing hooks and before the rate limit and 100 Continue', async (t) => {
-  const existing = async () => {}
-  const security = async () => {}
-  const limit = async () => {}
-  const route = { method: 'POST', url: '/x', handler: existing, onRequest: existing, preHandler: security } as RouteOptions
-  authenticateFirst(route, { limitToken: limit, countFailedAuthentication: undefined })
-  t.same((route.onRequest as unknown[]).slice(0, 3), [existing, security, limit])
-  t.equal((route.onRequest as Array<{ name: string }>)[3]!.name, 'inviteBody', 'then 100 Continue, last')
-  t.equal(route.preHandler, undefined)
+t.test('no requirement, or an empty one, makes an operation public; an unknown scheme fails at start-up', async (t) => {
+  for (const security of [undefined, [], [{}, { a: [] }]] as Array<OpenApiDocument['security']>) {
+    const hooks = authentication(contract(security), { operationId: 'op', responses: {} }, { a: refuse(401) }, noLimits)
+    t.equal((await (await guarded(hooks)).inject({ method: 'POST', url: '/x' })).statusCode, 200, JSON.stringify(security))
+  }
+  t.throws(() => authentication(contract([{ missing: [] }]), { operationId: 'op', responses: {} }, {}, noLimits), /No security handler for the scheme missing of op/)
+})
+
+t.test('a failure is counted before it is answered; the token limit runs after a success only', async (t) => {
+  const counted: string[] = []
+  const limits = {
+    countFailedAuthentication: async () => void counted.push('failure'),
+    limitToken: async () => void counted.push('token'),
+  }
+  const failing = authentication(contract([{ a: [] }]), { operationId: 'op', responses: {} }, { a: refuse(401) }, limits)
+  t.equal((await (await guarded(failing)).inject({ method: 'POST', url: '/x' })).statusCode, 401)
+  t.same(counted, ['failure'])
+  const passing = authentication(contract([{ a: [] }]), { operationId: 'op', responses: {} }, { a: async () => {} }, limits)
+  t.equal((await (await guarded(passing)).inject({ method: 'POST', url: '/x' })).statusCode, 200)
+  t.same(counted, ['failure', 'token'])
+})
+
+t.test('a required body is 415 when missing; an optional one is not checked', async (t) => {
+  t.same(requiredBody({ responses: {} }), [])
+  t.same(requiredBody({ responses: {}, requestBody: { content: {} } }), [])
+  const app = Fastify()
+  app.setErrorHandler(errorHandler)
+  app.post('/x', { preValidation: requiredBody({ responses: {}, requestBody: { required: true, content: {} } }) }, async () => ({ ok: true }))
+  t.equal((await app.inject({ method: 'POST', url: '/x' })).statusCode, 415)
+  t.equal((await app.inject({ method: 'POST', url: '/x', payload: { a: 1 } })).statusCode, 200)
 })
 
 t.test('405 for every method a contract path has no operation for, Allow listing those it has; HEAD goes with GET', async (t) => {

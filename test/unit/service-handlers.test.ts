@@ -1,5 +1,5 @@
 /**
- * Type-level test of service/handlers.ts: a service class is checked against the
+ * Type-level test of service/operations/handlers.ts: a service class is checked against the
  * types generated from its contract. The fixture contract (openapi.yaml plus
  * `getPlant`, GET /plants/{id}) is generated with openapi-typescript into a
  * temporary directory, then `tsc --noEmit` compiles a fixture service against it:
@@ -18,7 +18,7 @@ import { fixtureContract } from '../fixtures/plant-contract.js'
 import { CommandError, run } from '../helpers/command.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-const handlers = fileURLToPath(new URL('../../service/handlers.js', import.meta.url))
+const handlers = fileURLToPath(new URL('../../service/operations/handlers.js', import.meta.url))
 /** How long one compile may take on a busy machine (tap's limit for the file is the outer bound). */
 const TSC_TIMEOUT_MS = 240_000
 

@@ -8,11 +8,19 @@ import { performance } from 'node:perf_hooks'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import fp from 'fastify-plugin'
 import helmet from 'helmet'
-import { clientAddress } from './client-address.js'
-import type { Config } from './config.js'
-import { HttpError, ServiceUnavailableError } from './errors.js'
-import { SegmentedStore } from './segmented-store.js'
+import { clientAddress } from '../client-address.js'
+import type { Config } from '../config.js'
+import { HttpError, ServiceUnavailableError } from '../errors.js'
+import { SegmentedStore } from '../segmented-store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The limits the operations' authentication applies. */
+    readonly limits: RouteLimits
+  }
+}
 
 /** Security headers of JSON API responses (OWASP REST Security Cheat Sheet); helmet's are for HTML pages. */
 const API_SECURITY_HEADERS = {
@@ -51,10 +59,9 @@ const OVERLOADED = 'The service is overloaded; retry later'
 /** How often under-pressure samples the event-loop delay, ms (its default). */
 const SAMPLE_INTERVAL_MS = 1000
 
-/** Registers the security headers, CORS (when origins are configured) and under-pressure; returns the rate limits. */
-export async function registerProtection(app: FastifyInstance, config: ProtectionConfig, operationMethods: readonly string[]): Promise<RouteLimits> {
-  // helmet's middleware, built once: @fastify/helmet rebuilds it on every request, which
-  // was a large share of the request path in the profile (docs/benchmarks.md).
+/** Security headers, CORS (when origins are configured), under-pressure, and the rate limits as `app.limits`. */
+async function protection(app: FastifyInstance, { operationMethods, ...config }: ProtectionConfig & { operationMethods: readonly string[] }): Promise<void> {
+  // helmet's middleware, built once: @fastify/helmet rebuilds it on every request.
   const securityHeaders = helmet({
     // For Swagger UI: its own scripts, inline styles, data: images. No
     // upgrade-insecure-requests: the gateway may reach the service over plain HTTP.
@@ -111,7 +118,10 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     },
   })
 
-  if (config.rateLimitMax === 0 && config.authFailureLimitMax === 0) return { limitToken: undefined, countFailedAuthentication: undefined }
+  if (config.rateLimitMax === 0 && config.authFailureLimitMax === 0) {
+    app.decorate('limits', { limitToken: undefined, countFailedAuthentication: undefined })
+    return
+  }
   // ioredis is loaded only when configured (start-up time and memory).
   const redis =
     config.rateLimitRedisUrl === undefined
@@ -127,16 +137,18 @@ export async function registerProtection(app: FastifyInstance, config: Protectio
     // The budget is told on 429 only: three headers fewer on the hot path.
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
-  return {
+  app.decorate('limits', {
     limitToken: config.rateLimitMax === 0 ? undefined : named('limitToken', app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey })),
     countFailedAuthentication:
       config.authFailureLimitMax === 0
         ? undefined
         : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
-  }
+  })
 }
 
-/** `hook`, named as the request path's hook list (app.ts) and `printRoutes` call it. */
+export default fp(protection, { name: 'protection' })
+
+/** `hook`, named as `printRoutes` shows it. */
 function named<Hook extends (...args: never[]) => unknown>(name: string, hook: Hook): Hook {
   return Object.defineProperty(hook, 'name', { value: name })
 }

@@ -3,7 +3,7 @@
  * @module
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError, UnauthorizedError } from './errors.js'
+import { HttpError, UnauthorizedError } from '../errors.js'
 
 type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
 

@@ -3,12 +3,12 @@
  * validated; replies are serialized by the schema of their status.
  * @module
  */
-import { HttpError, ServiceUnavailableError } from './errors.js'
-import type { operations } from './generated/openapi.js'
+import { HttpError, ServiceUnavailableError } from '../errors.js'
+import type { operations } from '../generated/openapi.js'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.js'
-import type { Metrics } from './metrics.js'
-import type { GroupCommit } from './store/group-commit.js'
-import { type PlantRecord, type PlantRepository, StoreUnavailableError } from './store/plant-repository.js'
+import type { Metrics } from '../plugins/metrics.js'
+import type { GroupCommit } from '../store/group-commit.js'
+import { type PlantRecord, type PlantRepository, StoreUnavailableError } from '../store/plant-repository.js'
 
 /** What the service class is built from (`createApp`). */
 export interface ServiceParts {
@@ -23,8 +23,8 @@ export class PlantService implements ServiceHandlers<operations> {
   constructor(protected readonly parts: ServiceParts) {}
 
   /**
-   * `createPlant` (`POST /plants`), as openapi.yaml decides (info.description, "Identity
-   * and retries"; responses.Conflict).
+   * `createPlant` (`POST /plants`), as openapi.yaml decides (info.description,
+   * "Retries are safe"; responses.Conflict).
    * @throws {HttpError} 409 on a conflicting id; 503 with `Retry-After` when the store is
    *   unavailable; the store's own error (500) for any other failure.
    */

@@ -3,7 +3,14 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    readonly metrics: Metrics
+  }
+}
 
 /** The service's and the process's metrics, in a registry of their own: apps in one process do not collide. */
 export class Metrics {
@@ -42,8 +49,9 @@ export class Metrics {
 }
 
 /** Serves `GET /metrics` and times every request (route `unmatched` for a 404). */
-export function registerMetrics(app: FastifyInstance): Metrics {
+async function metrics(app: FastifyInstance): Promise<void> {
   const metrics = new Metrics()
+  app.decorate('metrics', metrics)
   app.get('/metrics', { schema: { hide: true }, logLevel: 'warn' }, async (_request, reply) => {
     return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
   })
@@ -52,5 +60,6 @@ export function registerMetrics(app: FastifyInstance): Metrics {
     metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
     done()
   })
-  return metrics
 }
+
+export default fp(metrics, { name: 'metrics' })

@@ -3,23 +3,22 @@
  * @module
  */
 import type { FastifyInstance } from 'fastify'
-import { ServiceUnavailableError } from './errors.js'
-import type { Store } from './store/store.js'
+import fp from 'fastify-plugin'
+import { ServiceUnavailableError } from '../errors.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Starts draining (see {@link registerProbes}). */
+    /** Readiness turns 503 and every response closes its connection; `close()` does the same. */
     startDraining(): void
   }
 }
 
 /**
  * `GET /health/live` (200 even under load shedding) and `GET /health/ready` (503 while the
- * store fails or the service drains). Draining (`startDraining()`, `close()`) still serves
- * requests but closes each connection after its response, so clients move to other
- * replicas and no keep-alive socket holds the process at shutdown.
+ * store fails or the service drains). Draining still serves requests but closes each
+ * connection after its response, so clients move to other replicas.
  */
-export function registerProbes(app: FastifyInstance, store: Store): void {
+async function probes(app: FastifyInstance): Promise<void> {
   let draining = false
   app.decorate('startDraining', () => {
     draining = true
@@ -34,7 +33,7 @@ export function registerProbes(app: FastifyInstance, store: Store): void {
   app.get('/health/ready', hidden, async () => {
     if (draining) throw new ServiceUnavailableError('The service is shutting down')
     try {
-      await store.ping()
+      await app.store.ping()
     } catch {
       throw new ServiceUnavailableError('The store is unavailable')
     }
@@ -45,3 +44,5 @@ export function registerProbes(app: FastifyInstance, store: Store): void {
     done(null, payload)
   })
 }
+
+export default fp(probes, { name: 'probes', dependencies: ['store'] })

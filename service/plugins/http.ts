@@ -1,0 +1,63 @@
+/**
+ * HTTP before any route: connection limits and timeouts, the request id, RFC checks on
+ * the request line, JSON-only bodies, and the one error handler that turns every failure
+ * into the contract's `Error` body.
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import type { Socket } from 'node:net'
+import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import fp from 'fastify-plugin'
+import { rememberPeer } from '../client-address.js'
+import type { Config } from '../config.js'
+import { CONNECT_REFUSED, clientErrorHandler, errorHandler, HttpError, notFoundHandler, requireHost } from '../errors.js'
+import { parseJsonBody, requireUtf8 } from '../json-body.js'
+import { refuseTokenInQuery } from '../operations/security.js'
+
+const requestIdPattern = /^[\w\-.:]{1,128}$/
+
+/** Fastify's `genReqId`: the client's `X-Request-Id` when it is a plain token, else a new UUID. */
+export function requestId(request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
+}
+
+/** The first hook of every request: its id on the reply, a Host (RFC 9112 §3.2), no token in the URL (RFC 6750 §2.3). */
+function identifyRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  reply.header('x-request-id', request.id)
+  requireHost(request)
+  refuseTokenInQuery(request)
+  done()
+}
+
+async function http(app: FastifyInstance, config: Pick<Config, 'headersTimeoutMs' | 'maxConnections'>): Promise<void> {
+  const server = app.server
+  server.headersTimeout = config.headersTimeoutMs
+  // Past this, Node closes new connections at once, before the store or the pool runs out of file descriptors.
+  server.maxConnections = config.maxConnections
+  server.on('connection', rememberPeer)
+  // An expectation other than 100-continue is ignored, as RFC 9110 §10.1.1 allows; Node would answer 417 without a body.
+  server.on('checkExpectation', (request, response) => server.emit('request', request, response))
+  // 100 Continue only once authenticated (operations/authentication.ts); Node would send it at once.
+  server.on('checkContinue', (request, response) => server.emit('request', request, response))
+  // CONNECT asks for a tunnel: 400, as client input never gets a 5xx; Node would close without an answer.
+  server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
+
+  app.setErrorHandler(errorHandler)
+  app.setNotFoundHandler(notFoundHandler)
+  app.addHook('onRequest', identifyRequest)
+
+  // Only JSON in UTF-8, parsed exactly; any other media type or charset, or a body without one, is 415.
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    try {
+      requireUtf8(request.headers['content-type'])
+      done(null, parseJsonBody(body as Buffer))
+    } catch (error) {
+      done(error as Error)
+    }
+  })
+}
+
+export default fp(http, { name: 'http' })

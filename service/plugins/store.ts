@@ -1,0 +1,53 @@
+/**
+ * The store: opened and migrated at start-up, closed with the app; creates go through
+ * a group commit to the repository (store/).
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { AppConfig } from '../app.js'
+import { openStore } from '../store/database.js'
+import { GroupCommit } from '../store/group-commit.js'
+import { migrateToLatest } from '../store/migrate.js'
+import { PlantRepository } from '../store/plant-repository.js'
+import type { Store } from '../store/store.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    readonly store: Store
+    /** Stores plants; `writer` groups concurrent creates into one transaction. */
+    readonly plants: { readonly repository: PlantRepository; readonly writer: GroupCommit }
+  }
+}
+
+/** @throws when the store cannot be opened or migrated (`MigrationError`, `ConfigError`). */
+async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
+  const store = openStore({
+    ...config,
+    onConnectionError: (err) => app.log.warn({ err }, 'store connection lost'),
+    /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
+    onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
+  })
+  app.addHook('onClose', () => store.close())
+  try {
+    if (config.migrateOnStart) await migrateToLatest(store)
+  } catch (error) {
+    await store.close()
+    throw error
+  }
+  const repository = new PlantRepository(store)
+  const { metrics } = app
+  const writer = new GroupCommit(repository, {
+    maxBatch: config.groupCommitMaxBatch,
+    maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,
+    onBatch: (size, seconds, failed) => {
+      metrics.batchSize.observe(size)
+      metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
+    },
+    tracer: app.hasDecorator('tracing') ? app.tracing.batchTracer(store.dialect) : undefined,
+  })
+  app.decorate('store', store)
+  app.decorate('plants', { repository, writer })
+}
+
+export default fp(store, { name: 'store', dependencies: ['metrics'] })

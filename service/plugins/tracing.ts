@@ -1,0 +1,23 @@
+/**
+ * OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; its module (../tracing.ts)
+ * is loaded only then, so without it a request pays nothing. Register it first.
+ * @module
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Tracing } from '../tracing.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    readonly tracing: Tracing
+  }
+}
+
+async function tracing(app: FastifyInstance, { endpoint }: { endpoint: string }): Promise<void> {
+  const tracing = (await import('../tracing.js')).startTracing(endpoint)
+  await tracing.register(app)
+  app.addHook('onClose', () => tracing.shutdown())
+  app.decorate('tracing', tracing)
+}
+
+export default fp(tracing, { name: 'tracing' })
