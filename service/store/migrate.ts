@@ -3,8 +3,7 @@
  * replicas that start together wait for one; on SQLite the write lock serializes them.
  * @module
  */
-import { sql } from 'kysely'
-import { DEFAULT_MIGRATION_TABLE, type MigrationResultSet, Migrator } from 'kysely/migration'
+import { type MigrationResultSet, Migrator } from 'kysely/migration'
 import type { Store } from './store.js'
 import { migrations } from './migrations/index.js'
 
@@ -22,7 +21,6 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
     throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
   })
-  if (await isUpToDate(store, schema)) return []
   const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
   const result: MigrationResultSet = await migrator.migrateToLatest()
   if (result.error !== undefined) {
@@ -37,20 +35,4 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   }
   // `results` is set whenever `error` is not (Kysely's MigrationResultSet).
   return result.results!.map((migration) => migration.migrationName)
-}
-
-/**
- * Whether Kysely's migration table records exactly this release's migrations, so the
- * Migrator would apply none. One query, where the Migrator's own check of its tables reads
- * the database's catalog (its cost at start: docs/benchmarks.md). False when the table is
- * missing or differs: the Migrator then runs and reports as before.
- */
-async function isUpToDate(store: Store, schema: string | undefined): Promise<boolean> {
-  const table = sql.table(schema === undefined ? DEFAULT_MIGRATION_TABLE : `${schema}.${DEFAULT_MIGRATION_TABLE}`)
-  try {
-    const { rows } = await sql<{ name: string }>`select name from ${table}`.execute(store.db)
-    return rows.length === Object.keys(migrations).length && rows.every(({ name }) => Object.hasOwn(migrations, name))
-  } catch {
-    return false
-  }
 }
