@@ -93,7 +93,7 @@ export function openSqlite(options: StoreOptions): Store {
   const file = join(options.dataDir, SQLITE_FILE)
   const database = openUsableSqliteFile(options.dataDir, file)
   const disk = new DiskState(options.dataDir, options.onWriteFailure)
-  const db = new Kysely<StoreSchema>({ dialect: new SqliteDialect({ database: withStatementCache(database, disk) }) })
+  const db = new Kysely<StoreSchema>({ dialect: new SqliteDialect({ database: watchingWrites(database, disk) }) })
   return {
     db,
     dialect: 'sqlite',
@@ -133,26 +133,13 @@ function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
   }
 }
 
-/** Most prepared statements kept per connection (a batch of N plants is one statement text per N). */
-const STATEMENT_CACHE_SIZE = 256
-
-/**
- * The database for Kysely's driver, each statement text prepared once: Kysely prepares every
- * query again, a noticeable share of the store's time in the profile (docs/benchmarks.md).
- */
-function withStatementCache(database: SQLite.Database, disk: DiskState): SqliteDatabase {
-  const statements = new Map<string, SqliteStatement>()
+/** The database for Kysely's driver, its writing statements watched for the disk's state. */
+function watchingWrites(database: SQLite.Database, disk: DiskState): SqliteDatabase {
   return {
     close: () => database.close(),
     prepare: (source: string) => {
-      let statement = statements.get(source)
-      if (statement === undefined) {
-        if (statements.size >= STATEMENT_CACHE_SIZE) statements.clear()
-        const prepared = database.prepare(source)
-        statement = prepared.readonly ? (prepared as unknown as SqliteStatement) : watchedWrite(prepared, database, disk)
-        statements.set(source, statement)
-      }
-      return statement
+      const statement = database.prepare(source)
+      return statement.readonly ? (statement as unknown as SqliteStatement) : watchedWrite(statement, database, disk)
     },
   }
 }

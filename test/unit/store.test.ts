@@ -4,7 +4,6 @@
  */
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import t from 'tap'
 import { openStore } from '../../service/store/database.js'
@@ -79,32 +78,4 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
   sqlite.exec('create table plant (something text)')
   sqlite.close()
   await t.rejects(migrateToLatest(store), { name: 'MigrationError', message: /^Migration failed: table "?plant"? already exists/ })
-})
-
-t.test('SQLite: a statement text is prepared once and reused; past the cache size the cache starts afresh, and every result stays right', async (t) => {
-  // Counts what the store asks better-sqlite3 to prepare (the call goes through unchanged).
-  const prepared: string[] = []
-  const prepare = SQLite.prototype.prepare
-  SQLite.prototype.prepare = function (this: SQLite.Database, source: string) {
-    prepared.push(source)
-    return prepare.call(this, source)
-  } as typeof prepare
-  t.teardown(() => {
-    SQLite.prototype.prepare = prepare
-  })
-  const store = openStore(storeOptions({ dataDir: t.testdir() }))
-  t.teardown(() => store.close())
-  const select = async (i: number) => (await sql<{ n: bigint }>`select ${sql.lit(i)} as n`.execute(store.db)).rows[0]!.n
-  const preparesOf = (i: number) => prepared.filter((source) => new RegExp(`^select ${i} as n$`).test(source)).length
-
-  t.equal(await select(0), 0n)
-  t.equal(await select(0), 0n)
-  t.equal(preparesOf(0), 1, 'run twice, prepared once')
-  // More distinct statement texts than the cache holds (256).
-  for (let i = 1; i < 300; i++) t.equal(await select(i), BigInt(i), `statement ${i}`)
-  t.equal(await select(299), 299n)
-  t.equal(preparesOf(299), 1, 'a recent statement is still cached')
-  t.equal(await select(0), 0n)
-  t.equal(preparesOf(0), 2, 'the first one is not: the cache was emptied when full, not grown')
-  t.equal(prepared.length, 301, 'nothing else was prepared again')
 })
