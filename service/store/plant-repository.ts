@@ -3,7 +3,6 @@
  * replay, or a conflict. Dialect-free Kysely code.
  * @module
  */
-import { CompiledQuery } from 'kysely'
 import type { Store } from './store.js'
 
 /** A plant as stored: the NewPlant of the contract with an exact id. */
@@ -27,9 +26,6 @@ export class StoreUnavailableError extends Error {
 export class PlantRepository {
   constructor(protected readonly store: Store) {}
 
-  /** The INSERT's SQL text by batch size (at most the group commit's `maxBatch` entries). */
-  private readonly insertSql = new Map<number, string>()
-
   /**
    * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
    * one atomic commit for all. The primary key decides which writer of an id wins; the
@@ -49,30 +45,18 @@ export class PlantRepository {
     }
   }
 
-  /** The multi-row INSERT for distinct ids, compiled once per batch size, then reused with new parameters. */
-  private async insert(plants: readonly PlantRecord[]): Promise<{ id: unknown }[]> {
-    const text = this.insertSql.get(plants.length)
-    if (text !== undefined) {
-      const parameters = plants.flatMap(({ id, name, tag }) => [id, name, tag])
-      return (await this.store.db.executeQuery<{ id: unknown }>(CompiledQuery.raw(text, parameters))).rows
-    }
-    const query = this.store.db
-      .insertInto('plant')
-      .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
-      .onConflict((conflict) => conflict.column('id').doNothing())
-      .returning('id')
-      .compile()
-    this.insertSql.set(plants.length, query.sql)
-    return (await this.store.db.executeQuery(query)).rows
-  }
-
   private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
     // One lock order for every batch: two batches inserting the same ids in opposite orders deadlock.
     const candidates = [...first.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     const db = this.store.db
-    const inserted = await this.insert(candidates)
+    const inserted = await db
+      .insertInto('plant')
+      .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
+      .onConflict((conflict) => conflict.column('id').doNothing())
+      .returning('id')
+      .execute()
     const insertedIds = new Set(inserted.map((row) => String(row.id)))
     const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
     const rows = others.length === 0 ? [] : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
