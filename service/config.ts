@@ -5,8 +5,7 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
-import type { ValidateFunction } from 'ajv'
-import { validate } from './generated/settings.js'
+import envSchema from 'env-schema'
 import { settingsSchema } from './settings.js'
 
 type SettingSchemas = (typeof settingsSchema)['properties']
@@ -25,9 +24,6 @@ type Defaulted<With extends boolean> = {
 
 /** The environment as {@link settingsSchema} validates it: a setting with a default always has a value. */
 type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> } & { [Name in Defaulted<false>]?: SettingValue<SettingSchemas[Name]> }
-
-/** Ajv's validator of the schema, generated (`npm run generate:settings`): defaults filled, text read as numbers and booleans. */
-const validateSettings = validate as ValidateFunction<Settings>
 
 /** Settings that are lists or name files: {@link Config} holds what they mean instead. */
 type Interpreted = 'PLANT_STORE_TOKENS' | 'PLANT_STORE_TOKENS_FILE' | 'DATABASE_URL_FILE' | 'TRUST_PROXY' | 'CORS_ORIGINS'
@@ -89,10 +85,13 @@ const DEFAULT_MAX_CONNECTIONS = 10_000
  * @throws {ConfigError} naming the variable, never a secret: invalid or unreadable, a weak token, or production without one.
  */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
-  const settings: unknown = { ...env }
-  if (!validateSettings(settings)) {
-    // Worded as Ajv's errorsText: `env/PORT must be <= 65535, …`.
-    throw new ConfigError(`Invalid configuration: ${validateSettings.errors!.map((error) => `env${error.instancePath} ${error.message}`).join(', ')}`)
+  let settings: Settings
+  try {
+    // A copy of `env` (not process.env, no .env file), defaults filled, text read as numbers and
+    // booleans, other variables dropped; every error named as Ajv words it: `env/PORT must be <= 65535, …`.
+    settings = envSchema<Settings>({ schema: settingsSchema, data: env, env: false, dotenv: false })
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`, { cause: error })
   }
   const { PLANT_STORE_TOKENS, PLANT_STORE_TOKENS_FILE, DATABASE_URL_FILE, TRUST_PROXY, CORS_ORIGINS, ...plain } = settings
   const tokens = [...splitList(PLANT_STORE_TOKENS), ...readTokenFile(PLANT_STORE_TOKENS_FILE)]

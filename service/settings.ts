@@ -1,7 +1,6 @@
 /**
  * The settings' JSON Schema; no imports, so scripts load it from its source. config.ts reads
- * the environment by it through Ajv's validator of it, generated ahead of time
- * (generated/settings.ts, `npm run generate:settings`).
+ * the environment by it (env-schema: Ajv with defaults and type coercion).
  * @module
  */
 export interface SettingSchema {

@@ -13,7 +13,6 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { referencePath, settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.js'
-import { SETTINGS_VALIDATOR, settingsValidatorSource } from '../../scripts/settings-validator.js'
 import { ConfigError, loadConfig, openFileLimit } from '../../service/config.js'
 import { settingsSchema } from '../../service/settings.js'
 
@@ -322,10 +321,6 @@ t.test('scripts/config-reference.ts: --check fails on a stale table and changes 
   t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
   t.equal(run(['--check', path]).status, 0, 'then --check passes')
   t.equal(run(['--check']).status, 0, 'without a file it checks docs/configuration.md, which is fresh')
-})
-
-t.test("service/generated/settings.ts is Ajv's validator of the schema as it is (else: npm run generate:settings)", async (t) => {
-  t.equal(readFileSync(SETTINGS_VALIDATOR, 'utf8'), settingsValidatorSource())
 })
 
 t.test('invalid variables are each named with what is wrong, as Ajv words it', async (t) => {
