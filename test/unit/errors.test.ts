@@ -8,15 +8,6 @@ import { errorCodes } from 'fastify'
 import t from 'tap'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE, UnauthorizedError, toErrorResponse } from '../../service/errors.js'
 
-/** Shaped like fastify-openapi-glue's SecurityError (exported by glue as a type only). */
-function securityError(errors: unknown[]): Error {
-  return Object.assign(new Error('None of the security schemes (bearerAuth) successfully authenticated this request.'), {
-    name: 'Unauthorized',
-    statusCode: 401,
-    errors,
-  })
-}
-
 t.test('an HttpError keeps its status, message and headers', async (t) => {
   t.strictSame(toErrorResponse(new HttpError(409, 'A different plant with id 1 already exists')), {
     statusCode: 409,
@@ -43,16 +34,6 @@ t.test('an UnauthorizedError carries the RFC 6750 §3 challenge, with error="inv
     headers: { 'www-authenticate': 'Bearer realm="plant-store", error="invalid_token"' },
     body: { error: 401, message: 'The bearer token is not valid' },
   })
-})
-
-t.test("glue's SecurityError is answered with the HttpError a security handler threw", async (t) => {
-  const cause = new UnauthorizedError('plant-store', true)
-  t.strictSame(toErrorResponse(securityError([new Error('other scheme'), cause])), toErrorResponse(cause))
-})
-
-t.test("glue's SecurityError without an HttpError inside is its own 401", async (t) => {
-  const error = securityError([new Error('not authenticated')])
-  t.strictSame(toErrorResponse(error), { statusCode: 401, headers: {}, body: { error: 401, message: error.message }, internal: false })
 })
 
 t.test("Fastify's client errors keep their status and message", async (t) => {
