@@ -84,18 +84,22 @@ interface Schema extends Partial<Record<(typeof UNREAD_KEYWORDS)[number], unknow
   type?: string | string[]
   format?: string
   properties?: Record<string, Schema>
+  items?: Schema
   allOf?: Schema[]
   content?: Record<string, { schema?: Schema }>
 }
 
-/** Keywords whose members {@link int64Paths} does not follow. */
-const UNREAD_KEYWORDS = ['items', 'prefixItems', 'oneOf', 'anyOf', 'additionalProperties', 'patternProperties'] as const
+/** Keywords below which an `int64` cannot be told apart from a sibling's member: refused at start-up. */
+const UNREAD_KEYWORDS = ['prefixItems', 'oneOf', 'anyOf', 'additionalProperties', 'patternProperties'] as const
 
-type MemberPath = readonly string[]
+/** A path segment standing for every item of an array (`items`). */
+const EACH_ITEM = Symbol('each item')
+
+type MemberPath = ReadonlyArray<string | typeof EACH_ITEM>
 
 /**
- * The paths of `schema`'s `int64` members, through `properties`, `allOf` and a body's `content`.
- * @throws {Error} at start-up for an `int64` below another keyword (`items`, `oneOf` …).
+ * The paths of `schema`'s `int64` members, through `properties`, `items`, `allOf` and a body's `content`.
+ * @throws {Error} at start-up for an `int64` below another keyword (`oneOf` …), naming where.
  */
 function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath[] {
   if (schema === undefined) return []
@@ -106,19 +110,22 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
   const nested = [...Object.values(schema.content ?? {}).map((media) => media.schema), ...(schema.allOf ?? [])]
   const inside = Object.entries(schema.properties ?? {}).flatMap(([name, member]) => int64Paths(member, [...at, name]))
   for (const keyword of UNREAD_KEYWORDS) {
-    if (JSON.stringify(schema[keyword] ?? null).includes('"format":"int64"')) throw new Error(`An int64 below ${['', ...at, keyword].join('/')} cannot be handed over exactly`)
+    const where = ['', ...at.map((name) => (name === EACH_ITEM ? 'items' : name)), keyword].join('/')
+    if (JSON.stringify(schema[keyword] ?? null).includes('"format":"int64"')) throw new Error(`An int64 below ${where} cannot be handed over exactly`)
   }
-  return [...inside, ...nested.flatMap((member) => int64Paths(member, at))]
+  return [...inside, ...int64Paths(schema.items, [...at, EACH_ITEM]), ...nested.flatMap((member) => int64Paths(member, at))]
 }
 
-/** Sets the member at `path` below `holder` to its exact value, where the request has it. */
+/** Sets the members at `path` below `holder` to their exact values, where the request has them. */
 function handOver(holder: unknown, path: MemberPath): void {
   if (typeof holder !== 'object' || holder === null) return
-  const [name, ...rest] = path as [string, ...string[]]
+  const [name, ...rest] = path
   const members = holder as Holder
-  if (rest.length > 0) return handOver(members[name], rest)
-  const value = members[name]
-  if (typeof value === 'number') members[name] = members[EXACT]?.get(name) ?? BigInt(value)
+  for (const member of name === EACH_ITEM ? (Array.isArray(holder) ? Object.keys(holder) : []) : [name!]) {
+    const value = members[member]
+    if (rest.length > 0) handOver(value, rest)
+    else if (typeof value === 'number') members[member] = members[EXACT]?.get(member) ?? BigInt(value)
+  }
 }
 
 const PARTS = [

@@ -115,9 +115,17 @@ t.test('int64 members are handed over through properties and allOf, nested', asy
   t.equal(handedOver('null', schema), null)
 })
 
-t.test('an int64 below a keyword the hand-over does not follow stops the start', async (t) => {
-  for (const keyword of ['items', 'oneOf', 'anyOf', 'additionalProperties']) {
-    const schema = { properties: { ids: { [keyword]: keyword === 'items' || keyword === 'additionalProperties' ? int64 : [int64] } } }
+t.test('int64 items of an array are handed over, each exactly', async (t) => {
+  const schema = { properties: { id: { type: 'array', items: { properties: { own: int64 } } } } }
+  t.strictSame(structuredClone(handedOver('[{"own":9007199254740993},{"own":1},{"other":9007199254740993}]', schema)), [{ own: 9007199254740993n }, { own: 1n }, { other: 9007199254740992 }])
+  t.strictSame(structuredClone(handedOver('[9007199254740993, 2]', { properties: { id: { items: int64 } } })), [9007199254740993n, 2n], 'items that are int64 themselves')
+  t.strictSame(handedOver('{"own":1}', schema), { own: 1 }, 'not an array: left alone')
+})
+
+t.test('an int64 below a keyword the hand-over does not follow stops the start, naming where', async (t) => {
+  t.throws(() => handedOver('1', { properties: { ids: { items: { oneOf: [int64] } } } }), { message: 'An int64 below /ids/items/oneOf cannot be handed over exactly' })
+  for (const keyword of ['prefixItems', 'oneOf', 'anyOf', 'additionalProperties']) {
+    const schema = { properties: { ids: { [keyword]: keyword === 'additionalProperties' ? int64 : [int64] } } }
     t.throws(() => handedOver('1', schema), { message: `An int64 below /ids/${keyword} cannot be handed over exactly` }, keyword)
   }
   const route = { method: 'POST', url: '/', handler: () => {}, schema: { body: { content: { 'application/json': { schema: int64 } } } } } as RouteOptions
