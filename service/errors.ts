@@ -1,18 +1,11 @@
-/**
- * Typed HTTP errors, and the one place where any failure becomes the contract's `Error`
- * body: failures in a route, and requests the router or Node's HTTP parser rejects.
- * @module
- */
+/** Typed HTTP errors; the one place any failure (route, router, Node's HTTP parser) becomes the contract's `Error` body. @module */
 import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from './generated/openapi.js'
 
-/**
- * An error that carries the HTTP status it must be answered with, and its headers
- * (`WWW-Authenticate`, `Retry-After`, `Allow`), which @fastify/error's classes have no place for.
- */
+/** An error with its HTTP status and headers (`WWW-Authenticate`, `Retry-After`, `Allow`). */
 export class HttpError extends Error {
   /** @param message - sent to the client, so no internals. */
   constructor(
@@ -45,32 +38,22 @@ export class ServiceUnavailableError extends HttpError {
 /** Message of every 415: the one media type the contract declares (RFC 9110 §15.5.16). */
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as application/json'
 
-/** The answer to CONNECT (RFC 9110 §9.3.6): the service opens no tunnel. */
+/** The answer to CONNECT (RFC 9110 §9.3.6). */
 export const CONNECT_REFUSED = 'Bad Request: CONNECT asks for a tunnel, which the service does not open'
 
 type ErrorBody = components['schemas']['Error']
 
-/**
- * Statuses of requests Node's HTTP server rejects itself, by error code, as Node chooses
- * them (lib/_http_server.js); any other llhttp error (`HPE_*`) is 400.
- */
+/** Node's own rejections by error code, statuses as in Node's lib/_http_server.js; any other `HPE_*` is 400. */
 const CLIENT_ERRORS: ReadonlyMap<string, { statusCode: number; message: string }> = new Map([
-  // The headers within HEADERS_TIMEOUT_MS, the whole request within REQUEST_TIMEOUT_MS.
   ['ERR_HTTP_REQUEST_TIMEOUT', { statusCode: 408, message: 'Request Timeout: the request was not received in time' }],
-  // The request line and headers over Node's 16 KiB limit (RFC 6585 §5).
   ['HPE_HEADER_OVERFLOW', { statusCode: 431, message: 'Request Header Fields Too Large' }],
   ['HPE_CHUNK_EXTENSIONS_OVERFLOW', { statusCode: 413, message: 'Request chunk extensions are too large' }],
 ])
 
-/**
- * An unknown method in a well-formed request line (RFC 9112 §3): 400, not RFC 9110 §9.1's
- * 501, as client input never gets a 5xx (openapi.yaml, "Errors"). llhttp reports any
- * unknown first word as `HPE_INVALID_METHOD`.
- */
+/** An unknown method (RFC 9112 §3): 400, not 501, as client input never gets a 5xx (openapi.yaml, "Errors"). */
 const UNKNOWN_METHOD = { statusCode: 400, message: 'Bad Request: the request method is not one the service knows' }
 const requestLine = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \r\n]+ HTTP\/\d\.\d\r?\n/
 
-/** Any other parser error; what llhttp found is logged (`code`), not sent. */
 const MALFORMED = { statusCode: 400, message: 'Bad Request: the request is not valid HTTP/1.1' }
 
 interface ClientError {
@@ -88,10 +71,7 @@ function isClientError(error: unknown): error is ClientError {
   return typeof code === 'string' && (CLIENT_ERRORS.has(code) || code.startsWith('HPE_'))
 }
 
-/**
- * Any error as its status, headers and `Error` body; an unknown one is a 500 whose cause is
- * only logged (`internal`).
- */
+/** Any error as its status, headers and `Error` body; an unknown one is a 500 whose cause is only logged (`internal`). */
 export function toErrorResponse(error: unknown): {
   statusCode: number
   headers: Readonly<Record<string, string>>
@@ -114,11 +94,7 @@ export function toErrorResponse(error: unknown): {
   return { statusCode: 500, headers: {}, body: { error: 500, message: 'Internal Server Error' }, internal: true }
 }
 
-/**
- * An error answer ends the connection (RFC 9112 §9.6) when no operation accepted the request
- * (401, 404, 405) or its body is still unread: kept alive, such a connection would hold a place
- * under `MAX_CONNECTIONS` for a client that may never send a valid request, or drip a body.
- */
+/** Closes (RFC 9112 §9.6) when no operation accepted the request or its body is unread, so it holds no `MAX_CONNECTIONS` place. */
 function closeIfUnaccepted(request: FastifyRequest, reply: FastifyReply, statusCode: number): FastifyReply {
   if (statusCode === 401 || statusCode === 404 || statusCode === 405 || !request.raw.complete) reply.header('connection', 'close')
   return reply
@@ -135,7 +111,6 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   return closeIfUnaccepted(request, reply, response.statusCode).code(response.statusCode).header('cache-control', 'no-store').headers(response.headers).send(response.body)
 }
 
-/** Not-found handler: 404 with the `Error` body. */
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   return closeIfUnaccepted(request, reply, 404)
     .code(404)
@@ -143,26 +118,19 @@ export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): F
     .send({ error: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` })
 }
 
-/**
- * @throws {HttpError} 400 for an HTTP/1.1 request without Host (RFC 9112 §3.2); Node's
- *   own check, turned off (`requireHostHeader: false`), answers without a body.
- */
+/** @throws {HttpError} 400 for an HTTP/1.1 request without Host (RFC 9112 §3.2); Node's own check sends no body. */
 export function requireHost(request: FastifyRequest): void {
   if (request.headers.host === undefined && request.raw.httpVersion === '1.1') {
     throw new HttpError(400, 'Bad Request: an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)')
   }
 }
 
-/** Fastify's `frameworkErrors` (the router rejects a request, e.g. bad percent-encoding): the request id, then {@link errorHandler}. */
+/** Fastify's `frameworkErrors` (router rejections): the request id, then {@link errorHandler}. */
 export function frameworkErrors(error: FastifyError, request: FastifyRequest, reply: FastifyReply): void {
   errorHandler(error, request, reply.header('x-request-id', request.id))
 }
 
-/**
- * Fastify's `clientErrorHandler`: a request Node's parser rejected, or one past the timeouts, gets
- * the `Error` body, then the socket is closed as Node does; nothing is written when the peer is
- * gone or a response has begun (it would be corrupted).
- */
+/** Fastify's `clientErrorHandler`: the `Error` body, then close; nothing written once a response has begun (it would corrupt it). */
 export function clientErrorHandler(this: FastifyInstance, error: Error & { code?: string }, socket: Socket): void {
   const inFlight = (socket as Socket & { _httpMessage?: { headersSent: boolean } | null })._httpMessage
   if (socket.writable && inFlight?.headersSent !== true) {

@@ -1,12 +1,7 @@
-/**
- * The exact-integer rule (openapi.yaml, "Integers"): a handler gets every `int64` member as
- * the exact `bigint` sent, and its generated type says so. Validation still sees numbers, as
- * JSON Schema needs ({@link forValidation}); after it {@link exactInt64} hands the exact values over.
- * @module
- */
+/** The exact-integer rule (openapi.yaml, "Integers"): handlers get every `int64` member as its exact `bigint`. @module */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 
-/** A plain decimal integer (RFC 8259 §6 `int`): optional `-`, no leading zeros, no fraction or exponent. */
+/** A plain decimal integer (RFC 8259 §6 `int`). */
 export const PLAIN_INTEGER = /^-?(?:0|[1-9]\d*)$/
 
 const INT64_MIN = -(2n ** 63n)
@@ -14,15 +9,12 @@ const INT64_MAX = 2n ** 63n - 1n
 /** The smallest double above 2^63: every out-of-range integer is moved at least this far. */
 const OUT_OF_INT64 = 2 ** 63 + 2048
 
-/** A holder's exact values of members validated as rounded numbers; validation skips symbols (a WeakMap was slower). */
+/** A holder's exact values of members validated as rounded numbers; validation skips symbols. */
 const EXACT = Symbol('exact int64 values')
 
 type Holder = Record<string, unknown> & { [EXACT]?: Map<string, bigint> }
 
-/**
- * A JSON number literal's value (RFC 8259 §6): a `number` when exact, the `bigint` of an integer
- * past 2^53, NaN when its double is an integer but its text is not (`123.0000000000000001`).
- */
+/** A JSON number literal's value: `number` when exact, `bigint` past 2^53, NaN for a non-integer that rounds to one. */
 export function numberOf(literal: string): number | bigint {
   const value = Number(literal)
   if (!Number.isInteger(value) || (Number.isSafeInteger(value) && PLAIN_INTEGER.test(literal))) return value
@@ -31,11 +23,7 @@ export function numberOf(literal: string): number | bigint {
   return Number.isSafeInteger(Number(exact)) ? Number(exact) : exact
 }
 
-/**
- * Replaces every `bigint` at or below `holder[key]` by the number validation sees (one outside
- * int64 by ±{@link OUT_OF_INT64}, which {@link int64Format} rejects), keeping the exact value
- * of the others; returns the new `holder[key]`.
- */
+/** Replaces every `bigint` at or below `holder[key]` by the number validation sees, keeping exact values; returns it. */
 export function forValidation(holder: Holder, key: string): unknown {
   const value = holder[key]
   if (typeof value === 'bigint') {
@@ -51,24 +39,18 @@ export function forValidation(holder: Holder, key: string): unknown {
   return value
 }
 
-/**
- * OpenAPI's `int64` format (OpenAPI 3.1 §4.4) for Ajv, exact with {@link forValidation}: in-range
- * integers arrive as their nearest double (at most 2^63), out-of-range ones beyond ±(2^63 + 2048).
- */
+/** OpenAPI's `int64` format (OpenAPI 3.1 §4.4) for Ajv, exact given {@link forValidation}'s numbers. */
 export const int64Format = {
   type: 'number' as const,
   validate: (value: number): boolean => Number.isInteger(value) && value >= -(2 ** 63) && value <= 2 ** 63,
 }
 
-/**
- * The exact integer a literal spells, computed in decimal; `undefined` with a fractional part.
- * Past 20 digits it is outside int64 anyway: ±10^20, so a huge exponent costs no huge bigint.
- */
+/** The exact integer a literal spells, capped at ±10^20 (outside int64); `undefined` with a fractional part. */
 function integerOf(literal: string): bigint | undefined {
   if (literal.length <= 20 && PLAIN_INTEGER.test(literal)) return BigInt(literal)
   const [, sign, whole, fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)!
   const digits = (whole + fraction).replace(/^0+/, '')
-  // Trailing zeros cut by a scan: `/0+$/` backtracks, quadratic in the literal's length.
+  // Not `/0+$/`: it backtracks quadratically.
   let end = digits.length
   while (end > 0 && digits.charCodeAt(end - 1) === 48) end--
   const significant = digits.slice(0, end)
@@ -79,7 +61,6 @@ function integerOf(literal: string): bigint | undefined {
   return sign === '-' ? -magnitude : magnitude
 }
 
-/** A JSON Schema as glue builds a route's (dereferenced). */
 interface Schema extends Partial<Record<(typeof UNREAD_KEYWORDS)[number], unknown>> {
   type?: string | string[]
   format?: string
@@ -89,18 +70,14 @@ interface Schema extends Partial<Record<(typeof UNREAD_KEYWORDS)[number], unknow
   content?: Record<string, { schema?: Schema }>
 }
 
-/** Keywords below which an `int64` cannot be told apart from a sibling's member: refused at start-up. */
+/** Keywords below which an `int64` cannot be located: refused at start-up. */
 const UNREAD_KEYWORDS = ['prefixItems', 'oneOf', 'anyOf', 'additionalProperties', 'patternProperties'] as const
 
-/** A path segment standing for every item of an array (`items`). */
 const EACH_ITEM = Symbol('each item')
 
 type MemberPath = ReadonlyArray<string | typeof EACH_ITEM>
 
-/**
- * The paths of `schema`'s `int64` members, through `properties`, `items`, `allOf` and a body's `content`.
- * @throws {Error} at start-up for an `int64` below another keyword (`oneOf` …), naming where.
- */
+/** @throws {Error} for an `int64` below any other keyword ({@link UNREAD_KEYWORDS}), naming where. */
 function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath[] {
   if (schema === undefined) return []
   if (schema.format === 'int64') {
@@ -116,7 +93,6 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
   return [...inside, ...int64Paths(schema.items, [...at, EACH_ITEM]), ...nested.flatMap((member) => int64Paths(member, at))]
 }
 
-/** Sets the members at `path` below `holder` to their exact values, where the request has them. */
 function handOver(holder: unknown, path: MemberPath): void {
   if (typeof holder !== 'object' || holder === null) return
   const [name, ...rest] = path
@@ -134,12 +110,7 @@ const PARTS = [
   { part: 'query', schema: 'querystring' },
 ] as const
 
-/**
- * An `onRoute` hook applying the rule: before validation, an `integer` parameter that is a
- * {@link PLAIN_INTEGER} becomes its number, other text stays a string validation refuses
- * (openapi.yaml "Integers"); after it, every `int64` member becomes its exact `bigint`.
- * @throws {Error} when an `int64` cannot be handed over (see {@link int64Paths}).
- */
+/** `onRoute` hook: plain-integer parameters become numbers before validation, `int64` members `bigint` after. @throws {Error} see {@link int64Paths}. */
 export function exactInt64(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Partial<Record<(typeof PARTS)[number]['schema'], Schema>>
   const readers = PARTS.filter(({ part }) => part !== 'body')

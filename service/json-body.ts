@@ -1,30 +1,20 @@
-/**
- * The `application/json` body parser: UTF-8 only (RFC 8259 §8.1), nesting bounded, and
- * lossless-json, which shows each number's text, read by the exact-integer rule (exact-integers.ts).
- * @module
- */
+/** The `application/json` body parser (RFC 8259), keeping each number's text for exact-integers.ts. @module */
 import { parse as parseMediaType } from 'content-type'
 import { parse } from 'lossless-json'
 import { HttpError } from './errors.js'
 import { forValidation, numberOf } from './exact-integers.js'
 
-/**
- * Longest number literal, in characters (RFC 8259 §9 lets a parser limit it), so parsing
- * stays linear: any encoder writes an int64 or a double in 25, padding aside.
- */
+/** Longest number literal, characters (RFC 8259 §9), so parsing stays linear. */
 export const MAX_NUMBER_LENGTH = 100
 
-/** Deepest nesting of arrays and objects (RFC 8259 §9 lets a parser limit it); a NewPlant needs 1. */
+/** Deepest nesting of arrays and objects (RFC 8259 §9). */
 export const MAX_DEPTH = 64
 
-/** Message of the 415 for a `charset` other than UTF-8. */
 export const UTF8_ONLY = 'Unsupported Media Type: send the body as application/json in UTF-8 (RFC 8259 §8.1)'
 
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
-/**
- * @throws {HttpError} 415 when the `Content-Type` names a charset other than UTF-8, or cannot be parsed (RFC 9110 §8.3).
- */
+/** @throws {HttpError} 415 when the `Content-Type` names a charset other than UTF-8, or cannot be parsed (RFC 9110 §8.3). */
 export function requireUtf8(contentType: string | undefined): void {
   let charset: string | undefined
   try {
@@ -35,12 +25,7 @@ export function requireUtf8(contentType: string | undefined): void {
   if (charset !== undefined && !/^utf-?8$/i.test(charset)) throw new HttpError(415, UTF8_ONLY)
 }
 
-/**
- * Parses a body for validation: integers past 2^53 as their nearest number, the exact value kept aside.
- * @throws {HttpError} 400 when the bytes are not UTF-8, the text is not JSON, nests deeper than
- *   {@link MAX_DEPTH}, repeats a member name with a different value (RFC 8259 §4 leaves which one
- *   wins open), or has a number over {@link MAX_NUMBER_LENGTH}.
- */
+/** @throws {HttpError} 400 for non-UTF-8, invalid JSON, too deep, a repeated member (RFC 8259 §4), or a too-long number. */
 export function parseJsonBody(body: Uint8Array | string): unknown {
   let text: string
   try {
@@ -66,7 +51,7 @@ export function parseJsonBody(body: Uint8Array | string): unknown {
   return sawBigInt ? forValidation({ '': value }, '') : value
 }
 
-/** Whether `[` and `{` outside strings nest deeper than `limit`, in one pass; the parser checks the rest. */
+/** Counts only `[`/`{` outside strings; the parser checks the rest. */
 function nestsDeeperThan(text: string, limit: number): boolean {
   let depth = 0
   let inString = false
