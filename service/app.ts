@@ -1,9 +1,4 @@
-/**
- * The application, built from openapi.yaml and never listening (server.ts listens): the
- * plugins a request meets, in that order. Any failure on the way becomes the contract's
- * `Error` body in one error handler (errors.ts).
- * @module
- */
+/** The application, built from openapi.yaml; server.ts listens. @module */
 import type { Server } from 'node:http'
 import responseValidation from '@fastify/response-validation'
 import formats from 'ajv-formats'
@@ -26,27 +21,22 @@ import tracing from './plugins/tracing.js'
 export type { Operations } from './operations/index.js'
 export { DOCS_PREFIX } from './plugins/docs.js'
 
-/** The part of {@link Config} the application reads; the process's part is server.ts's. */
+/** The part of {@link Config} the application reads; the rest is server.ts's. */
 export type AppConfig = Omit<Config, 'host' | 'port' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs' | 'tokenGenerated'>
 
-/** No coercion (openapi.yaml, "Integers"): parameters, which are text, are read by their schema instead (`exactInt64`). */
+/** No coercion (openapi.yaml, "Integers"): `exactInt64` reads parameters instead. */
 export const AJV_OPTIONS = {
   customOptions: { coerceTypes: false },
-  // Runs after ajv-formats, so the exact int64 check replaces its Number.isInteger one.
+  // After ajv-formats, so this int64 check replaces its own.
   onCreate: (ajv) => ajv.addFormat('int64', int64Format),
 } satisfies FastifyServerOptions['ajv']
 
-/** openapi.yaml and {@link PlantService}. */
 function plantStore(): Operations {
   const { document, exact } = loadContractReadings()
   return { contract: document, documented: exact, service: (parts) => new PlantService(parts) }
 }
 
-/**
- * Creates the application, ready but not listening.
- * @param operations - the contract and its service class; openapi.yaml's by default.
- * @throws when the contract is invalid or the store cannot be opened or migrated.
- */
+/** Ready, not listening. @throws when the contract is invalid or the store cannot be opened or migrated. */
 export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false, ops: Operations = plantStore()): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, logger))
   if (config.otelExporterOtlpEndpoint !== undefined) await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
@@ -55,7 +45,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   await app.register(store, config)
   await app.register(probes)
   await app.register(protection, { ...config, operationMethods: operationMethods(ops.contract) })
-  // Outside production a reply outside its schema fails loudly (500), in tests and development.
+  // Outside production a reply outside its schema fails loudly (500).
   if (config.nodeEnv !== 'production') await app.register(responseValidation, { ajv: { plugins: [formats.default, AJV_OPTIONS.onCreate] } })
   await app.register(operations, { config, operations: ops })
   await app.register(docs, { document: ops.documented })
@@ -81,12 +71,12 @@ function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger'
     http: {
       // The http plugin answers a missing Host with the Error body; Node's check has none.
       requireHostHeader: false,
-      // Node's default (30 s) would send the 408 of HEADERS_TIMEOUT_MS or REQUEST_TIMEOUT_MS up to 30 s late.
+      // Node's default (30 s) would send the timeouts' 408 up to 30 s late.
       connectionsCheckingInterval: 1000,
     },
     clientErrorHandler,
     frameworkErrors,
-    // Draining is answered by the probes plugin with the contract's Error body.
+    // The probes plugin answers draining with the Error body.
     return503OnClosing: false,
     ajv: AJV_OPTIONS,
   }

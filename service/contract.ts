@@ -1,30 +1,23 @@
-/**
- * openapi.yaml, read once at start-up, and the types generated from it (`npm run generate`).
- * @module
- */
+/** openapi.yaml, read once at start-up, and the types generated from it (`npm run generate`). @module */
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parseDocument } from 'yaml'
 import type { operations } from './generated/openapi.js'
 
-/** openapi.yaml, beside `service/`; the build copies it beside `dist/service/`. */
+/** The build copies openapi.yaml beside `dist/service/`. */
 export const CONTRACT_URL = new URL('../openapi.yaml', import.meta.url)
 
 /** Typed as OpenAPI 3.0 for glue and @fastify/swagger; the 3.1 document fits it in all the service reads. */
 export type OpenApiDocument = OpenAPIV3.Document
 
-/** The contract in its two readings, from one parse of the file. */
 export interface Contract {
-  /** Integers as JS numbers: what glue, ajv and the service read. */
+  /** Integers as JS numbers, for glue, ajv and the service. */
   document: OpenApiDocument
-  /** Every integer a bigint, as written (an example's int64 id is past 2^53): what the docs routes serve. */
+  /** Integers as bigints, as written (an example's id is past 2^53), for the docs routes. */
   exact: unknown
 }
 
-/**
- * Reads and parses the contract in both readings, fresh objects each call.
- * @throws when the file is missing or is not YAML.
- */
+/** Fresh objects each call. @throws when the file is missing or is not YAML. */
 export function loadContractReadings(url: URL = CONTRACT_URL): Contract {
   const parsed = parseDocument(readFileSync(url, 'utf8'), { intAsBigInt: true })
   if (parsed.errors.length > 0) throw parsed.errors[0]
@@ -34,12 +27,12 @@ export function loadContractReadings(url: URL = CONTRACT_URL): Contract {
   }
 }
 
-/** The contract with integers as JS numbers; throws as {@link loadContractReadings} does. */
+/** @throws as {@link loadContractReadings} does. */
 export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {
   return loadContractReadings(url).document
 }
 
-/** The methods of the contract's operations, upper case, sorted, each once: what CORS allows. */
+/** Upper case, sorted, unique: what CORS allows. */
 export function operationMethods(contract: OpenApiDocument): string[] {
   const methods = Object.values(contract.paths).flatMap((item = {}) =>
     Object.entries(item).flatMap(([method, operation]) => ((operation as { operationId?: string }).operationId === undefined ? [] : [method.toUpperCase()])),

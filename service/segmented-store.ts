@@ -1,12 +1,7 @@
-/**
- * The in-process rate-limit store, a segmented LRU: in @fastify/rate-limit's own single
- * LRU a flood of new addresses pushes a known attacker's count out. Here a key moves to
- * the protected segment on its second hit, and new keys only evict probationary ones.
- * @module
- */
+/** In-process rate-limit store, a segmented LRU, so a flood of new addresses cannot evict a known attacker's count. @module */
 import { LruMap } from 'toad-cache'
 
-/** One key's fixed window, as @fastify/rate-limit reads it: hits so far, milliseconds left. */
+/** `current` hits so far, `ttl` ms left. */
 interface Window {
   current: number
   ttl: number
@@ -15,21 +10,21 @@ interface Window {
 
 type Callback = (error: Error | null, result: { current: number; ttl: number }) => void
 
-/** Keys per segment: at most twice this many windows are held (about 200 bytes each). */
+/** Keys per segment; two segments. */
 export const SEGMENT_SIZE = 5000
 
-/** A fixed-window counter per key in a segmented LRU; @fastify/rate-limit's store interface. */
+/** @fastify/rate-limit's store interface: a key moves to the protected segment on its second hit. */
 export class SegmentedStore {
   private readonly probationary: LruMap<Window>
   private readonly protectedKeys: LruMap<Window>
 
-  /** @param options - `segmentSize` for tests; @fastify/rate-limit passes its own settings, without one. */
+  /** @param options - `segmentSize` for tests. */
   constructor(options: { segmentSize?: number } = {}) {
     this.probationary = new LruMap(options.segmentSize ?? SEGMENT_SIZE)
     this.protectedKeys = new LruMap(options.segmentSize ?? SEGMENT_SIZE)
   }
 
-  /** Counts one hit of `key` in a window of `timeWindow` ms, and tells the count and the ms left. */
+  /** @param timeWindow - ms. */
   incr(key: string, done: Callback, timeWindow: number): void {
     const now = Date.now()
     const known = this.protectedKeys.get(key)
@@ -51,7 +46,7 @@ export class SegmentedStore {
     done(null, { current: window.current, ttl: window.ttl })
   }
 
-  /** Every limit of the plugin shares one store, so every key is counted in one place. */
+  /** Every limit shares one store. */
   child(): SegmentedStore {
     return this
   }

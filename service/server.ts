@@ -1,8 +1,4 @@
-/**
- * The process (`npm start`): configuration, logger, the application, listening, and a
- * graceful shutdown on SIGTERM/SIGINT (close-with-grace).
- * @module
- */
+/** The process (`npm start`): listens, and shuts down gracefully on SIGTERM/SIGINT. @module */
 import { writeSync } from 'node:fs'
 import { setTimeout } from 'node:timers/promises'
 import { isatty } from 'node:tty'
@@ -21,15 +17,14 @@ try {
     if (err !== undefined) app.log.error({ err }, 'uncaught error')
     app.log.info({ signal }, 'shutting down')
     app.startDraining()
-    // Readiness is 503 now; give the gateway time to notice before the listener closes.
+    // Give the gateway time to see readiness fail before the listener closes.
     await setTimeout(config.shutdownDrainDelayMs)
     await app.close()
   })
   const address = await app.listen({ host: config.host, port: config.port })
-  // Start-up's lines now, not with the next second's.
   logging.flush()
   if (config.tokenGenerated) {
-    // Printed once, on the terminal, not logged: a development convenience only.
+    // Not logged: a development convenience only.
     writeSync(
       1,
       `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\n` +
