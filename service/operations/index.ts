@@ -1,9 +1,4 @@
-/**
- * The operations of openapi.yaml: fastify-openapi-glue builds their routes, validation and
- * serialization; the service class handles each `operationId`, the security class each
- * security scheme (the layout of glue's generated projects).
- * @module
- */
+/** The operations of openapi.yaml, routed by fastify-openapi-glue (the layout of glue's generated projects). @module */
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -15,11 +10,10 @@ import type { ServiceParts } from './plant-service.js'
 import { addMethodNotAllowed, authentication, operationAt, requiredBody, type SecurityHandlers } from './routes.js'
 import { Security } from './security.js'
 
-/** The operations an application serves: a contract and the service class implementing it. */
+/** A contract and the service class implementing it. */
 export interface Operations {
-  /** The document glue builds the routes from. */
   readonly contract: OpenApiDocument
-  /** The same document as served at `/docs` (plugins/docs.ts). */
+  /** The same document as served at `/docs`. */
   readonly documented: unknown
   readonly service: (parts: ServiceParts) => object
 }
@@ -31,13 +25,12 @@ async function operations(app: FastifyInstance, { config, operations }: { config
   const service = operations.service({ ...app.plants, metrics: app.metrics }) as Record<string, ((...args: never[]) => unknown) | undefined>
   addMethodNotAllowed(app, contract)
   await app.register(async (routes) => {
-    // glue's resolver cannot see the schemas it dereferences; the int64 hand-over reads them as routes are added.
+    // The resolver cannot see the dereferenced schemas; onRoute can.
     routes.addHook('onRoute', exactInt64)
     await routes.register(openapiGlue, {
       specification: contract,
       operationResolver: (operationId: string, method: string, path: string) => {
         const operation = operationAt(contract, path, method)
-        // glue adds the method, url and schema.
         return {
           handler: service[operationId]?.bind(service),
           onRequest: authentication(contract, operation, security, app.limits),

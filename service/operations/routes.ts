@@ -1,8 +1,4 @@
-/**
- * The route options of each operation, from the contract, for glue's `operationResolver`:
- * authentication before the body is read, a required body, and 405 for other methods.
- * @module
- */
+/** Each operation's route options from the contract, for glue's `operationResolver`. @module */
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
@@ -10,21 +6,14 @@ import type { OpenApiDocument } from '../contract.js'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.js'
 import type { RouteLimits } from '../plugins/protection.js'
 
-/** glue's security class: one method per security scheme, each rejecting when the request fails it. */
+/** glue's security class: one method per security scheme, rejecting a request that fails it. */
 export type SecurityHandlers = Record<string, ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined>
 
-/** The operation object at `path` and `method` (upper or lower case) of `contract`. */
 export function operationAt(contract: OpenApiDocument, path: string, method: string): OpenAPIV3.OperationObject {
   return (contract.paths[path] as Record<string, OpenAPIV3.OperationObject>)[method.toLowerCase()]!
 }
 
-/**
- * The `onRequest` hooks of an operation (OpenAPI 3.1 §4.8.10, Security Requirement Object): it
- * passes when every scheme of one requirement accepts it; an empty requirement makes it public.
- * A failure is counted against the client address (429 past its budget, else the scheme's 401);
- * the per-token limit and `100 Continue` come after a success only. Runs before the body is read.
- * @throws {Error} at start-up when the contract names a scheme `security` has no method for.
- */
+/** Authentication hooks, before the body is read (OpenAPI 3.1 §4.8.10). @throws {Error} for a scheme `security` has no method for. */
 export function authentication(contract: OpenApiDocument, operation: OpenAPIV3.OperationObject, security: SecurityHandlers, limits: RouteLimits): Array<onRequestHookHandler> {
   const requirements = (operation.security ?? contract.security ?? []).map((requirement) => Object.keys(requirement))
   if (requirements.length === 0 || requirements.some((schemes) => schemes.length === 0)) return [inviteBody]
@@ -46,16 +35,13 @@ export function authentication(contract: OpenApiDocument, operation: OpenAPIV3.O
   return [authenticate, ...(limitToken ? [limitToken] : []), inviteBody]
 }
 
-/** Sends `100 Continue` to a client that waits for it (RFC 9110 §10.1.1). */
+/** RFC 9110 §10.1.1. */
 function inviteBody(request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void): void {
   if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue()
   done()
 }
 
-/**
- * 415 for a request without a body to an operation whose body is `required`: Fastify lets it
- * through without `Content-Type`, and glue does not enforce `requestBody.required`.
- */
+/** 415 for a missing `required` body: neither Fastify nor glue refuses it. */
 export function requiredBody(operation: OpenAPIV3.OperationObject): preValidationHookHandler[] {
   if ((operation.requestBody as OpenAPIV3.RequestBodyObject | undefined)?.required !== true) return []
   return [
@@ -65,11 +51,7 @@ export function requiredBody(operation: OpenAPIV3.OperationObject): preValidatio
   ]
 }
 
-/**
- * 405 with `Allow` (RFC 9110 §15.5.6) for each method a contract path has no operation
- * for, before any body is read. Every method Node's parser knows is routed but CONNECT
- * (400, plugins/http.ts); HEAD is allowed where GET is, as Fastify answers it (RFC 9110 §9.3.2).
- */
+/** 405 with `Allow` (RFC 9110 §15.5.6) before any body is read; HEAD where GET is (RFC 9110 §9.3.2), CONNECT left to plugins/http.ts. */
 export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocument): void {
   for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
   const methods = app.supportedMethods
@@ -77,7 +59,6 @@ export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocum
     const operations = new Set(methods.filter((method) => (item as Record<string, { operationId?: string } | undefined>)[method.toLowerCase()]?.operationId !== undefined))
     if (operations.has('GET')) operations.add('HEAD')
     const allow = [...operations].sort().join(', ')
-    // The hook answers; the handler, never reached, is the same function.
     const refuse = async (): Promise<never> => {
       throw new HttpError(405, `Method not allowed; ${path} allows ${allow}`, { allow })
     }
