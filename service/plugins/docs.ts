@@ -1,8 +1,4 @@
-/**
- * The contract and Swagger UI at `/docs`: the document as `/docs/json` and `/docs/yaml`,
- * its integers digit for digit (lossless-json).
- * @module
- */
+/** Swagger UI at `/docs`, and the contract at `/docs/json` and `/docs/yaml` with exact integers. @module */
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
@@ -10,7 +6,6 @@ import fp from 'fastify-plugin'
 import { stringify } from 'lossless-json'
 import type { OpenApiDocument } from '../contract.js'
 
-/** Where Swagger UI is served. */
 export const DOCS_PREFIX = '/docs'
 
 async function docs(app: FastifyInstance, { document }: { document: unknown }): Promise<void> {
@@ -19,10 +14,9 @@ async function docs(app: FastifyInstance, { document }: { document: unknown }): 
     await docs.register(swagger, { mode: 'static', specification: { document: document as OpenApiDocument } })
     await docs.register(swaggerUi, {
       routePrefix: DOCS_PREFIX,
-      // No top bar: its "Explore" field loads other documents into the service's page.
+      // No top bar: its "Explore" field would load other documents into the service's page.
       uiConfig: { layout: 'BaseLayout' },
-      // Without a trailing slash swagger-ui links its assets from the root, escaping a gateway's
-      // path prefix; a relative redirect (RFC 9110 §10.2.2) to `docs/` keeps them relative.
+      // A relative redirect (RFC 9110 §10.2.2) to `docs/` keeps asset links inside a gateway's path prefix.
       uiHooks: {
         onRequest: async (request, reply) => {
           const [path, query] = request.url.split(/\?(.*)/s)

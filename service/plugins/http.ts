@@ -1,9 +1,4 @@
-/**
- * HTTP before any route: connection limits and timeouts, the request id, RFC checks on
- * the request line, JSON-only bodies, and the one error handler that turns every failure
- * into the contract's `Error` body.
- * @module
- */
+/** HTTP before any route: connection limits, the request id, request-line checks, JSON-only bodies, the error handler. @module */
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
@@ -23,7 +18,6 @@ export function requestId(request: IncomingMessage): string {
   return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
 }
 
-/** The first hook of every request: its id on the reply, a Host (RFC 9112 §3.2), no token in the URL (RFC 6750 §2.3). */
 function identifyRequest(request: FastifyRequest, reply: FastifyReply, done: HookHandlerDoneFunction): void {
   reply.header('x-request-id', request.id)
   requireHost(request)
@@ -34,21 +28,21 @@ function identifyRequest(request: FastifyRequest, reply: FastifyReply, done: Hoo
 async function http(app: FastifyInstance, config: Pick<Config, 'headersTimeoutMs' | 'maxConnections'>): Promise<void> {
   const server = app.server
   server.headersTimeout = config.headersTimeoutMs
-  // Past this, Node closes new connections at once, before the store or the pool runs out of file descriptors.
+  // Refuse connections before the store or the pool runs out of file descriptors.
   server.maxConnections = config.maxConnections
   server.on('connection', rememberPeer)
-  // An expectation other than 100-continue is ignored, as RFC 9110 §10.1.1 allows; Node would answer 417 without a body.
+  // Other expectations are ignored (RFC 9110 §10.1.1); Node would answer 417 without a body.
   server.on('checkExpectation', (request, response) => server.emit('request', request, response))
-  // 100 Continue only once authenticated (operations/authentication.ts); Node would send it at once.
+  // 100 Continue only once authenticated (operations/routes.ts); Node would send it at once.
   server.on('checkContinue', (request, response) => server.emit('request', request, response))
-  // CONNECT asks for a tunnel: 400, as client input never gets a 5xx; Node would close without an answer.
+  // Node would close without an answer.
   server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
 
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)
   app.addHook('onRequest', identifyRequest)
 
-  // Only JSON in UTF-8, parsed exactly; any other media type or charset, or a body without one, is 415.
+  // Any other media type, or a body without one, is 415.
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {

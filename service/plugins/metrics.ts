@@ -1,7 +1,4 @@
-/**
- * Prometheus metrics at `GET /metrics`, outside the contract (docs/operations.md, "Probes and metrics").
- * @module
- */
+/** Prometheus metrics at `GET /metrics`, outside the contract (docs/operations.md, "Probes and metrics"). @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client'
@@ -12,10 +9,9 @@ declare module 'fastify' {
   }
 }
 
-/** The service's and the process's metrics, in a registry of their own: apps in one process do not collide. */
+/** A registry per app, so apps in one process do not collide. */
 export class Metrics {
   readonly registry = new Registry()
-  /** Request latency in seconds by method, route and status; its `_count` is the request count. */
   readonly requestDuration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'HTTP request latency in seconds, by method, route and status code',
@@ -48,7 +44,6 @@ export class Metrics {
   }
 }
 
-/** Serves `GET /metrics` and times every request (route `unmatched` for a 404). */
 async function metrics(app: FastifyInstance): Promise<void> {
   const metrics = new Metrics()
   app.decorate('metrics', metrics)

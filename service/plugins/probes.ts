@@ -1,7 +1,4 @@
-/**
- * Health probes and draining, outside the contract (docs/operations.md, "Probes and metrics").
- * @module
- */
+/** Health probes and draining, outside the contract (docs/operations.md, "Probes and metrics"). @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { ServiceUnavailableError } from '../errors.js'
@@ -13,11 +10,7 @@ declare module 'fastify' {
   }
 }
 
-/**
- * `GET /health/live` (200 even under load shedding) and `GET /health/ready` (503 while the
- * store fails or the service drains). Draining still serves requests but closes each
- * connection after its response, so clients move to other replicas.
- */
+/** Draining still serves, but closes each connection so clients move to other replicas. */
 async function probes(app: FastifyInstance): Promise<void> {
   let draining = false
   app.decorate('startDraining', () => {
@@ -28,7 +21,7 @@ async function probes(app: FastifyInstance): Promise<void> {
     done()
   })
   const hidden = { schema: { hide: true }, logLevel: 'warn' as const }
-  // under-pressure's per-route handler: a busy process is alive.
+  // A busy process is alive.
   app.get('/health/live', { ...hidden, config: { pressureHandler: () => undefined } }, async () => ({ status: 'live' }))
   app.get('/health/ready', hidden, async () => {
     if (draining) throw new ServiceUnavailableError('The service is shutting down')

@@ -1,8 +1,4 @@
-/**
- * Third-party protections: security headers (helmet), CORS, rate limits
- * (@fastify/rate-limit), load shedding (under-pressure).
- * @module
- */
+/** Security headers (helmet), CORS, rate limits (@fastify/rate-limit), load shedding (under-pressure). @module */
 import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
@@ -17,7 +13,6 @@ import { SegmentedStore } from '../segmented-store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** The limits the operations' authentication applies. */
     readonly limits: RouteLimits
   }
 }
@@ -46,25 +41,20 @@ export type ProtectionConfig = Pick<
 export interface RouteLimits {
   /** Per-token limit, run after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). */
   readonly limitToken: onRequestAsyncHookHandler | undefined
-  /**
-   * Counts a failed authentication against the client address; only failures are counted
-   * and refused, so a valid token never is. `undefined` when off (`AUTH_FAILURE_LIMIT_MAX=0`).
-   * @throws {HttpError} 429 with `Retry-After` once the address is past its budget.
-   */
+  /** Counts a failed authentication per address (a valid token is never refused); `undefined` when off. @throws {HttpError} 429 past the budget. */
   readonly countFailedAuthentication: ((request: FastifyRequest) => Promise<void>) | undefined
 }
 
 const OVERLOADED = 'The service is overloaded; retry later'
 
-/** How often under-pressure samples the event-loop delay, ms (its default). */
+/** under-pressure's default, ms. */
 const SAMPLE_INTERVAL_MS = 1000
 
 /** Security headers, CORS (when origins are configured), under-pressure, and the rate limits as `app.limits`. */
 async function protection(app: FastifyInstance, { operationMethods, ...config }: ProtectionConfig & { operationMethods: readonly string[] }): Promise<void> {
-  // helmet's middleware, built once: @fastify/helmet rebuilds it on every request.
+  // Built once: @fastify/helmet rebuilds it on every request.
   const securityHeaders = helmet({
-    // For Swagger UI: its own scripts, inline styles, data: images. No
-    // upgrade-insecure-requests: the gateway may reach the service over plain HTTP.
+    // For Swagger UI; no upgrade-insecure-requests, as the gateway may use plain HTTP.
     contentSecurityPolicy: {
       useDefaults: false,
       directives: {
@@ -82,7 +72,6 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     },
   })
   app.addHook('onRequest', function addSecurityHeaders(request, reply, done) {
-    // The operations' JSON answers get the API set; helmet's page headers are for the rest.
     if (request.routeOptions.schema?.operationId !== undefined) {
       reply.headers(API_SECURITY_HEADERS)
       return done()
@@ -91,7 +80,6 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
   })
 
   if (config.corsOrigins.length > 0) {
-    // Loaded only when configured, as ioredis is below.
     const { default: cors } = await import('@fastify/cors')
     await app.register(cors, {
       origin: [...config.corsOrigins],
@@ -102,8 +90,7 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     })
   }
 
-  // A sample in the first two intervals after ready may cover start-up (route and schema
-  // building), not traffic: it is not read as overload.
+  // Samples in the first two intervals after ready may measure start-up, not overload.
   let readyAt = Number.POSITIVE_INFINITY
   app.addHook('onReady', async () => {
     readyAt = performance.now()
@@ -122,7 +109,6 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     app.decorate('limits', { limitToken: undefined, countFailedAuthentication: undefined })
     return
   }
-  // ioredis is loaded only when configured (start-up time and memory).
   const redis =
     config.rateLimitRedisUrl === undefined
       ? undefined
@@ -130,11 +116,10 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
   if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {
     global: false,
-    // In process, a segmented LRU keeps known offenders through a flood of new addresses.
+    // A segmented LRU keeps known offenders through a flood of new addresses.
     ...(redis === undefined ? { store: SegmentedStore } : { redis, nameSpace: 'plant-store-rate-limit:' }),
-    // If Redis is unreachable, serve rather than refuse everyone (fail open).
+    // Fail open: serve rather than refuse everyone when Redis is unreachable.
     skipOnError: true,
-    // The budget is told on 429 only: three headers fewer on the hot path.
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
   app.decorate('limits', {
@@ -156,17 +141,13 @@ function named<Hook extends (...args: never[]) => unknown>(name: string, hook: H
 function failureLimit(limiter: ReturnType<FastifyInstance['createRateLimit']>): (request: FastifyRequest) => Promise<void> {
   return async (request) => {
     const counted = await limiter(request)
-    // (isAllowed is only true for an allow list, which is not configured.)
     if (counted.isAllowed || !counted.isExceeded) return
     const seconds = Math.max(1, counted.ttlInSeconds)
     throw new HttpError(429, `Too many failed authentications from this address; retry in ${seconds} seconds`, { 'retry-after': String(seconds) })
   }
 }
 
-/**
- * IPv6 clients are counted by /56: ISPs give a subscriber a /56 or a /48 (RFC 6177, RIPE-690),
- * so a /64 key would give one subscriber 256 budgets or more.
- */
+/** ISPs give a subscriber a /56 or a /48 (RFC 6177, RIPE-690): a /64 key would give one 256 budgets. */
 const IPV6_PREFIX = 56
 
 function addressKey(request: FastifyRequest): string {
@@ -175,7 +156,7 @@ function addressKey(request: FastifyRequest): string {
 
 const tokenKeys = new Map<string, string>()
 
-/** Rate-limit key: the token's hash, so no token is kept in Redis; memoised, as only configured tokens get here. */
+/** The token's hash, so no token is kept in Redis; memoised, as only configured tokens get here. */
 function tokenKey(request: FastifyRequest): string {
   const token = (request.headers.authorization as string).slice('bearer '.length).trim()
   let key = tokenKeys.get(token)

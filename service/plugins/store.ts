@@ -1,8 +1,4 @@
-/**
- * The store: opened and migrated at start-up, closed with the app; creates go through
- * a group commit to the repository (store/).
- * @module
- */
+/** The store, opened and migrated at start-up; creates go through a group commit. @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AppConfig } from '../app.js'
@@ -15,7 +11,7 @@ import type { Store } from '../store/store.js'
 declare module 'fastify' {
   interface FastifyInstance {
     readonly store: Store
-    /** Stores plants; `writer` groups concurrent creates into one transaction. */
+    /** `writer` groups concurrent creates into one transaction. */
     readonly plants: { readonly repository: PlantRepository; readonly writer: GroupCommit }
   }
 }

@@ -1,8 +1,4 @@
-/**
- * OpenTelemetry tracing when `OTEL_EXPORTER_OTLP_ENDPOINT` is set; its module (../tracing.ts)
- * is loaded only then, so without it a request pays nothing. Register it first.
- * @module
- */
+/** OpenTelemetry tracing, loading ../tracing.ts only when registered; register it first. @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Tracing } from '../tracing.js'

@@ -1,10 +1,6 @@
-/**
- * Migration 0001: table `plant`, the same on SQLite and PostgreSQL.
- * @module
- */
+/** Table `plant`, the same on SQLite and PostgreSQL. @module */
 import { type Kysely, sql } from 'kysely'
 
-/** Creates table `plant` (id bigint primary key, name, tag, created_at). */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('plant')
@@ -15,7 +11,6 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
 }
 
-/** Drops table `plant`. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('plant').execute()
 }

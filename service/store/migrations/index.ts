@@ -1,7 +1,4 @@
-/**
- * Migrations, applied in name order: a new one is a new numbered file, never an edit.
- * @module
- */
+/** Applied in name order: a change is a new numbered file, never an edit. @module */
 import type { Migration } from 'kysely/migration'
 import * as createPlant from './0001-create-plant.js'
 
