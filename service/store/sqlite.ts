@@ -1,8 +1,4 @@
-/**
- * The embedded store: SQLite (better-sqlite3) in `<dataDir>/plants.sqlite3`; a full or
- * failing disk is 503 until it writes again (docs/operations.md, "Full disk (embedded store)").
- * @module
- */
+/** The embedded SQLite store; a failing disk is 503 until it writes again (docs/operations.md, "Full disk (embedded store)"). @module */
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -13,15 +9,12 @@ import type { StoreSchema } from './schema.js'
 import type { Store, StoreOptions } from './store.js'
 export const SQLITE_FILE = 'plants.sqlite3'
 
-/** Bytes a readiness probe writes, fsyncs and removes after a disk failure: room for a few commits. */
+/** Room for a few commits. */
 const PROBE_BYTES = 64 * 1024
 
 export const PROBE_FILE = '.plant-store-probe'
 
-/**
- * Opens the store's file (its directory must exist): WAL with `synchronous=FULL` (a commit is
- * fsynced before it returns), a 5 s wait for another process's lock, every INTEGER an exact bigint.
- */
+/** Its directory must exist; every INTEGER is read as an exact bigint. */
 export function openSqliteFile(file: string): SQLite.Database {
   const database = new SQLite(file, { timeout: 5000 })
   database.pragma('journal_mode = WAL')
@@ -30,16 +23,15 @@ export function openSqliteFile(file: string): SQLite.Database {
   return database
 }
 
-/** SQLite result codes that mean "another connection holds the lock; try later". */
 const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
 
-/** `SQLITE_FULL` (ENOSPC, EDQUOT) or any `SQLITE_IOERR`: the disk failed, not the service; a retry may succeed. */
+/** The disk failed, not the service: a retry may succeed. */
 function isDiskFailure(error: unknown): boolean {
   const code = (error as { code?: unknown }).code
   return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
 }
 
-/** Whether the disk takes writes: failing from a write that failed for it until a write or a probe succeeds. */
+/** Failing from a failed write until a write or a probe succeeds. */
 class DiskState {
   private failure: Error | undefined
 
@@ -52,8 +44,7 @@ class DiskState {
     this.failure = undefined
   }
 
-  // A disk that fails takes a full or failing file system, which only root can
-  // mount: test/services/file-systems.test.ts, outside the coverage measurement.
+  // A failing disk needs root: test/services/file-systems.test.ts.
   /* c8 ignore start */
   failed(error: Error): void {
     if (this.failure === undefined) this.onWriteFailure?.(error)
@@ -61,10 +52,7 @@ class DiskState {
   }
   /* c8 ignore stop */
 
-  /**
-   * Resolves at once while no write has failed, else once {@link PROBE_BYTES} are written to
-   * the data directory, fsynced and removed. @throws the probe's error (ENOSPC, EIO, …).
-   */
+  /** After a failure, writes and fsyncs a probe file. @throws the probe's error (ENOSPC, EIO, …). */
   async check(): Promise<void> {
     if (this.failure === undefined) return
     /* c8 ignore start -- after a disk failure only: see failed() */
@@ -85,10 +73,7 @@ class DiskState {
   /* c8 ignore stop */
 }
 
-/**
- * Opens the embedded store in its data directory, created when missing.
- * @throws {ConfigError} naming `DATA_DIR` and the reason when this process cannot use it.
- */
+/** @throws {ConfigError} naming `DATA_DIR` and the reason when this process cannot use it. */
 export function openSqlite(options: StoreOptions): Store {
   const file = join(options.dataDir, SQLITE_FILE)
   const database = openUsableSqliteFile(options.dataDir, file)
@@ -107,17 +92,13 @@ export function openSqlite(options: StoreOptions): Store {
   }
 }
 
-/**
- * Creates the data directory and opens the file, after checking (`access(2)`) that this process
- * may write both and SQLite's side files: SQLite would open it read-only, and fail later.
- */
+/** Checks write access first: SQLite would open the file read-only, and fail later. */
 function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
   try {
     try {
       mkdirSync(dataDir, { recursive: true })
     } catch {
-      // Node's recursive mkdir reports ENOENT for any failure of its last step; a
-      // plain one tells the reason (EROFS, EACCES), or succeeds after a race.
+      // Recursive mkdir reports ENOENT for any failure; a plain one tells the reason.
       mkdirSync(dataDir)
     }
     accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK)
@@ -126,14 +107,12 @@ function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
     }
     return openSqliteFile(file)
   } catch (error) {
-    // Node's messages name the errno and the path; SQLite's name neither.
     const { message, code } = error as NodeJS.ErrnoException
     const reason = code?.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
     throw new ConfigError(`Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`, { cause: error })
   }
 }
 
-/** The database for Kysely's driver, its writing statements watched for the disk's state. */
 function watchingWrites(database: SQLite.Database, disk: DiskState): SqliteDatabase {
   return {
     close: () => database.close(),
@@ -144,10 +123,7 @@ function watchingWrites(database: SQLite.Database, disk: DiskState): SqliteDatab
   }
 }
 
-/**
- * A writing statement (Kysely runs `all` or `run`) that tells `disk` of a disk failure, and of
- * a change committed outside a transaction; one that changed nothing (a replay) tells nothing.
- */
+/** Tells `disk` of a failure, or of a change committed outside a transaction; a replay changes nothing and tells nothing. */
 function watchedWrite(statement: SQLite.Statement, database: SQLite.Database, disk: DiskState): SqliteStatement {
   const watch = <T extends unknown[] | SQLite.RunResult>(execute: () => T): T => {
     try {
