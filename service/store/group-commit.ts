@@ -1,31 +1,23 @@
-/**
- * Group commit: creates that arrive together are written in one transaction (one fsync or
- * round trip), each answered with its own outcome once committed. A save waits at most for
- * the end of the event-loop turn when a connection is free: an idle service adds no latency.
- * @module
- */
+/** Group commit: concurrent creates share one transaction; a save waits at most one event-loop turn for a free connection. @module */
 import type { PlantRecord, SaveOutcome } from './plant-repository.js'
 import { StoreUnavailableError } from './plant-repository.js'
 
 interface BatchWriter {
-  /** Saves plants in one transaction; all or nothing. */
   saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
 }
 
-/** Traces transactions (tracing.ts, loaded only when tracing is on); without one, no tracing work. */
+/** Implemented by tracing.ts. */
 export interface BatchTracer {
-  /** The caller's trace context, taken as its save joins the queue. */
   capture(): unknown
-  /** Runs one transaction's write in a span; `contexts` are its saves' captured contexts, in order. */
+  /** `contexts`: the batch's captured contexts, in order. */
   run<T>(contexts: readonly unknown[], write: () => Promise<T>): Promise<T>
 }
 
 interface GroupCommitOptions {
-  /** Most plants in one transaction (≥ 1). */
   readonly maxBatch: number
-  /** Most transactions in flight at once (≥ 1): 1 for SQLite's one writer, the pool size for PostgreSQL. */
+  /** 1 for SQLite's one writer, the pool size for PostgreSQL. */
   readonly maxInFlight: number
-  /** Told of every transaction: plants in it, duration in seconds, and whether it failed (metrics). */
+  /** `seconds`: the transaction's duration. */
   readonly onBatch?: (size: number, seconds: number, failed: boolean) => void
   readonly tracer?: BatchTracer | undefined
 }
@@ -37,7 +29,6 @@ interface Pending {
   readonly context: unknown
 }
 
-/** A {@link BatchWriter} front that batches concurrent saves. */
 export class GroupCommit {
   private queue: Pending[] = []
   private inFlight = 0
@@ -48,12 +39,7 @@ export class GroupCommit {
     private readonly options: GroupCommitOptions,
   ) {}
 
-  /**
-   * Saves one plant in the next batch; resolves once the batch has committed durably.
-   * @throws {StoreUnavailableError} when the store is unavailable (nothing of the batch is
-   *   stored); another error when this plant's own write fails: a batch that fails for
-   *   another reason is retried plant by plant.
-   */
+  /** Resolves once durable. @throws {StoreUnavailableError} when the store is unavailable; else only this plant's own error. */
   save(plant: PlantRecord): Promise<SaveOutcome> {
     return new Promise((resolve, reject) => {
       this.queue.push({ plant, resolve, reject, context: this.options.tracer?.capture() })
@@ -89,7 +75,7 @@ export class GroupCommit {
       if (batch.length === 1 || error instanceof StoreUnavailableError) {
         for (const pending of batch) pending.reject(error)
       } else {
-        // Find the culprit: each plant alone, in order (same-id replays still compare).
+        // Find the culprit, so only its own save fails.
         for (const pending of batch) await this.write([pending])
       }
     } finally {

@@ -1,41 +1,26 @@
-/**
- * Stores plants and decides, in the database, whether a create is new, an idempotent
- * replay, or a conflict. Dialect-free Kysely code.
- * @module
- */
+/** Stores plants, the database deciding whether a create is new, a replay, or a conflict. @module */
 import type { Store } from './store.js'
 
-/** A plant as stored: the NewPlant of the contract with an exact id. */
 export interface PlantRecord {
   readonly id: bigint
   readonly name: string
   readonly tag: string | null
 }
 
-/** `replayed`: the same id and content were stored; `conflict`: the same id with other content (`stored`). */
+/** `replayed`: same id and content stored; `conflict`: same id, other content (`stored`). */
 export type SaveOutcome =
   | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
   | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
-/** The store cannot be reached or is overloaded; nothing was stored. A retry later may succeed. */
+/** Nothing was stored; a retry later may succeed. */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError'
 }
 
-/** Stores plants; rows are never changed once committed. */
 export class PlantRepository {
   constructor(protected readonly store: Store) {}
 
-  /**
-   * Saves plants with one multi-row `INSERT … ON CONFLICT (id) DO NOTHING RETURNING id`:
-   * one atomic commit for all. The primary key decides which writer of an id wins; the
-   * others get `replayed` or `conflict` against the row read afterwards, with no
-   * transaction, as rows never change. Within one call the first plant of an id is inserted;
-   * rows are inserted in id order, so concurrent calls lock shared ids in one order.
-   * @returns one outcome per plant, in order, all durable.
-   * @throws {StoreUnavailableError} when the store is unreachable or overloaded; the
-   *   database's own error otherwise. A failed INSERT stores none of its rows.
-   */
+  /** One atomic INSERT; the losers are read back without a transaction, as rows never change. @throws {StoreUnavailableError} when unreachable or overloaded. */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     try {
       return await this.write(plants)
@@ -48,7 +33,7 @@ export class PlantRepository {
   private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
-    // One lock order for every batch: two batches inserting the same ids in opposite orders deadlock.
+    // One lock order, else batches sharing ids deadlock.
     const candidates = [...first.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
     const db = this.store.db
     const inserted = await db
