@@ -1,22 +1,13 @@
-/**
- * Applies the migrations with Kysely's Migrator: on PostgreSQL its advisory lock makes
- * replicas that start together wait for one; on SQLite the write lock serializes them.
- * @module
- */
+/** Kysely's Migrator, whose lock makes replicas starting together wait for one. @module */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
 import type { Store } from './store.js'
 import { migrations } from './migrations/index.js'
 
-/** The store cannot be migrated; the message says why. */
 export class MigrationError extends Error {
   override readonly name = 'MigrationError'
 }
 
-/**
- * Migrates the store to the newest migration this release knows; returns those applied now.
- * @throws {MigrationError} when the database cannot be reached, was migrated by a newer
- *   release, or a migration fails.
- */
+/** @returns the migrations applied now. @throws {MigrationError} unreachable, migrated by a newer release, or failed. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
     throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
@@ -33,6 +24,5 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
       { cause: result.error },
     )
   }
-  // `results` is set whenever `error` is not (Kysely's MigrationResultSet).
   return result.results!.map((migration) => migration.migrationName)
 }
