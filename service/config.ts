@@ -1,7 +1,4 @@
-/**
- * Configuration, read from the environment once, validated and typed; no other module reads `process.env`.
- * @module
- */
+/** Configuration, read from the environment once, validated and typed; no other module reads `process.env`. @module */
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
@@ -22,37 +19,34 @@ type Defaulted<With extends boolean> = {
   [Name in keyof SettingSchemas]: SettingSchemas[Name] extends { readonly default: unknown } ? (With extends true ? Name : never) : With extends true ? never : Name
 }[keyof SettingSchemas]
 
-/** The environment as {@link settingsSchema} validates it: a setting with a default always has a value. */
 type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> } & { [Name in Defaulted<false>]?: SettingValue<SettingSchemas[Name]> }
 
-/** Settings that are lists or name files: {@link Config} holds what they mean instead. */
+/** Lists and file names: {@link Config} holds what they mean instead. */
 type Interpreted = 'PLANT_STORE_TOKENS' | 'PLANT_STORE_TOKENS_FILE' | 'DATABASE_URL_FILE' | 'TRUST_PROXY' | 'CORS_ORIGINS'
 
 type CamelCase<Name extends string> = Name extends `${infer Word}_${infer Rest}` ? `${Lowercase<Word>}${Capitalize<CamelCase<Rest>>}` : Lowercase<Name>
 
 type CamelCased<T> = { readonly [Name in keyof T as CamelCase<Name & string>]: T[Name] }
 
-/** The validated configuration: every setting under its camel-case name, its lists and files read. */
 export type Config = CamelCased<Omit<Settings, Interpreted>> & {
-  /** `PLANT_STORE_TOKENS` and the tokens in `PLANT_STORE_TOKENS_FILE`, each once; or one generated. A secret. */
+  /** A secret. */
   readonly tokens: readonly string[]
   readonly tokenGenerated: boolean
   readonly trustProxy: boolean | string[]
   readonly corsOrigins: readonly string[]
 }
 
-/** A configuration value is missing or invalid; the message says which and why. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError'
 }
 
-/** RFC 6750 §2.1 `b64token`; 32 random characters carry 128 (hex) to 192 bits (base64url). */
+/** RFC 6750 §2.1 `b64token`; 32 random characters carry 128 to 192 bits. */
 const tokenPattern = /^[A-Za-z0-9\-._~+/]{32,}=*$/
 
-/** Length of a pattern that marks a token as made by hand: odds below 2^-30 in 32 random characters. */
+/** Odds below 2^-30 in 32 random characters, so a pattern marks a token made by hand. */
 const PATTERN_LENGTH = 8
 
-/** Whether `PATTERN_LENGTH` characters in a row keep one step (`aaaaaaaa`, `abcdefgh`, `76543210`), or appear twice. */
+/** A run that keeps one step (`aaaaaaaa`, `abcdefgh`, `76543210`), or appears twice. */
 function hasPattern(token: string): boolean {
   const seen = new Set<string>()
   for (let index = 0; index + PATTERN_LENGTH <= token.length; index++) {
@@ -74,21 +68,16 @@ function isStrongToken(token: string): boolean {
   return tokenPattern.test(token) && new Set(token).size >= 8 && !hasPattern(token)
 }
 
-/** Headroom below the open-file limit for what is not a client connection: store files, logs, the database pool. */
+/** Files for store, logs and the database pool, below the open-file limit. */
 const RESERVED_FILES = 128
 
-/** Default cap on client connections: at about 14 KB each when idle, 140 MB, well inside a 512 MB container. */
+/** Fits a 512 MB container. */
 const DEFAULT_MAX_CONNECTIONS = 10_000
 
-/**
- * Reads and validates the configuration; without a token, a development or test start generates one.
- * @throws {ConfigError} naming the variable, never a secret: invalid or unreadable, a weak token, or production without one.
- */
+/** Outside production a token is generated when none is set. @throws {ConfigError} naming the variable, never a secret. */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   let settings: Settings
   try {
-    // A copy of `env` (not process.env, no .env file), defaults filled, text read as numbers and
-    // booleans, other variables dropped; every error named as Ajv words it: `env/PORT must be <= 65535, …`.
     settings = envSchema<Settings>({ schema: settingsSchema, data: env, env: false, dotenv: false })
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`, { cause: error })
@@ -97,7 +86,6 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   const tokens = [...splitList(PLANT_STORE_TOKENS), ...readTokenFile(PLANT_STORE_TOKENS_FILE)]
   for (const [index, token] of tokens.entries()) {
     if (!isStrongToken(token)) {
-      // The token itself is never echoed: it is a secret.
       throw new ConfigError(
         `Invalid configuration: token #${index + 1} is malformed or guessable; a token must be at least 32 characters of ` +
           'A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), at least 8 of them different, with no 8 in a row that repeat or count ' +
@@ -128,7 +116,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   }
 }
 
-/** The soft open-file limit (RLIMIT_NOFILE) from `/proc/self/limits`; 1024 where unreadable. */
+/** The soft RLIMIT_NOFILE; 1024 where unreadable. */
 export function openFileLimit(): number {
   try {
     return Number(/^Max open files\s+(\d+)\s/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1])
@@ -144,11 +132,7 @@ function camelCased<T extends object>(settings: T): CamelCased<T> {
   return Object.fromEntries(named) as CamelCased<T>
 }
 
-/**
- * `TRUST_PROXY`: `true`/`false`, or addresses and CIDRs. A hop count is refused (Fastify 5
- * fails closed on it), and so is trusting every hop in production: any client could then
- * choose its own address, and with it its rate-limit budget and log lines.
- */
+/** Refuses a hop count (Fastify 5 fails closed on it) and, in production, trusting every hop. */
 function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['trustProxy'] {
   const list = value === 'true' || value === 'false' ? [] : splitList(value)
   if (value !== 'true' && value !== 'false' && (list.length === 0 || !list.every(isAddressOrCidr))) {
@@ -163,7 +147,7 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
   return value === 'true' || value === 'false' ? value === 'true' : list
 }
 
-/** An IP address (`isIP`), optionally with a prefix of at most 32 or 128 bits (RFC 4632, RFC 4291 §2.3). */
+/** RFC 4632, RFC 4291 §2.3. */
 function isAddressOrCidr(entry: string): boolean {
   const [address = '', prefix, ...more] = entry.split('/')
   const version = isIP(address)
@@ -179,7 +163,6 @@ function readTokenFile(path: string | undefined): string[] {
   return path === undefined ? [] : splitList(readSecretFile('PLANT_STORE_TOKENS_FILE', path))
 }
 
-/** `DATABASE_URL_FILE`'s content when it is set (held to `DATABASE_URL`'s pattern), else `DATABASE_URL`. */
 function readDatabaseUrl(url: string | undefined, path: string | undefined): string | undefined {
   if (path === undefined) return url
   const fromFile = readSecretFile('DATABASE_URL_FILE', path).trim()
@@ -189,7 +172,7 @@ function readDatabaseUrl(url: string | undefined, path: string | undefined): str
   return fromFile
 }
 
-/** Reads a secret file (container secrets); the error names the variable, never the content. */
+/** The error names the variable, never the content. */
 function readSecretFile(variable: string, path: string): string {
   try {
     return readFileSync(path, 'utf8')

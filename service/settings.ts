@@ -1,8 +1,4 @@
-/**
- * The settings' JSON Schema; no imports, so scripts load it from its source. config.ts reads
- * the environment by it (env-schema: Ajv with defaults and type coercion).
- * @module
- */
+/** The settings' JSON Schema; no imports, so scripts load it from its source. @module */
 export interface SettingSchema {
   readonly type: 'string' | 'integer' | 'boolean'
   readonly enum?: readonly string[]
@@ -14,10 +10,7 @@ export interface SettingSchema {
   readonly description: string
 }
 
-/**
- * Every setting, one environment variable each; docs/configuration.md's table is generated
- * from it (`npm run generate:config-docs`). Other variables are dropped.
- */
+/** One environment variable each; docs/configuration.md is generated from it (`npm run generate:config-docs`). */
 export const settingsSchema = {
   type: 'object',
   additionalProperties: false,
