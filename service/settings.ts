@@ -59,7 +59,7 @@ export const settingsSchema = {
       minimum: 1,
       maximum: 3600000,
       default: 5000,
-      description: 'PostgreSQL cancels a statement after this; the request gets 503.',
+      description: 'PostgreSQL cancels a statement after this, and the service stops waiting 500 ms later if the server cannot answer (a network partition); the request gets 503.',
     },
     DATABASE_CONNECT_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 600000, default: 2000, description: 'Wait for a connection (new, or free in a full pool); then 503.' },
     MIGRATE_ON_START: { type: 'boolean', default: true, description: 'Apply pending migrations at start-up; with `false`, run `npm run migrate`.' },
