@@ -111,7 +111,7 @@ t.test('the repository rolls a failed transaction back: nothing of it is stored'
   t.same((await repo.saveAll([plant(1n, 'good')])).map((outcome) => outcome.status), ['created'], 'the good plant of the failed transaction was not stored')
 })
 
-t.test('batches of a size already written reuse its statement and store each row as given', async (t) => {
+t.test('two batches of the same size each store their own rows as given, across the int64 range', async (t) => {
   const repo = await repository(t)
   const first = [plant(10n, 'a', 'x'), plant(11n, 'b'), plant(9007199254740993n, 'c', 'y')]
   const second = [plant(-9223372036854775808n, 'd'), plant(21n, 'e', 'z'), plant(9223372036854775807n, 'f', 'w')]
