@@ -27,8 +27,13 @@ function imageNodeOptions(): string[] {
 /** Node's options of the image's command (`--max-semi-space-size=4`). */
 export const SERVICE_NODE_OPTIONS = imageNodeOptions()
 
-/** glibc's malloc settings in the image's `ENV` (`MALLOC_ARENA_MAX=1`) as `NAME=value`, read at exec: the service targets get them too. */
-export const SERVICE_MALLOC_SETTINGS = [...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?(MALLOC_\w+=\S+?)\s*\\?$/gm)].map(([, setting]) => setting!)
+/**
+ * The runtime settings of the image's `ENV` as `NAME=value`: glibc's malloc settings
+ * (`MALLOC_ARENA_MAX=1`, read at exec) and Node's compile cache
+ * (`NODE_COMPILE_CACHE`); the service targets get them too. The service's own
+ * configuration (`PORT`, `DATA_DIR`, …) is not among them: the benchmark sets that.
+ */
+export const SERVICE_ENV_SETTINGS = [...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?((?:MALLOC_\w+|NODE_COMPILE_CACHE)=\S+?)\s*\\?$/gm)].map(([, setting]) => setting!)
 
-/** {@link SERVICE_MALLOC_SETTINGS} as environment variables. */
-export const SERVICE_MALLOC_ENVIRONMENT: Record<string, string> = Object.fromEntries(SERVICE_MALLOC_SETTINGS.map((setting) => setting.split('=') as [string, string]))
+/** {@link SERVICE_ENV_SETTINGS} as environment variables. */
+export const SERVICE_ENVIRONMENT: Record<string, string> = Object.fromEntries(SERVICE_ENV_SETTINGS.map((setting) => setting.split('=') as [string, string]))

@@ -76,6 +76,8 @@ export interface StartOptions {
   readonly wrapper?: readonly string[]
   /** The compiled script to run. */
   readonly script: string
+  /** Its working directory (default: this process's). */
+  readonly cwd?: string
   /** Environment of the child (on top of PATH and HOME only: nothing else leaks in). */
   readonly env: Readonly<Record<string, string>>
   readonly port: number
@@ -156,7 +158,7 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env, PORT: String(options.port), HOST: '127.0.0.1' }
   const started = performance.now()
   const command = pinned ? [TASKSET!, '-c', String(options.core), ...node] : node
-  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'], ...(options.cwd === undefined ? {} : { cwd: options.cwd }) })
   children.add(child)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let tail = ''

@@ -1,30 +1,37 @@
 /**
- * The arithmetic that decides the benchmark's verdicts (bench/report.ts): CPU per
- * request, each target's threshold judged round by round against the design floor and
- * raw ceiling of the same round, the median and range over rounds, the fault count
- * summed over rounds, the round the report shows, the figures read from wrk's
- * result line, and the parts a new report keeps from the previous one.
+ * The arithmetic of the benchmark's report (bench/report.ts): CPU per request, the
+ * service against the design floor and raw ceiling of the same round (plain figures),
+ * the A/B verdicts (working tree against a baseline, paired within each round), the
+ * median and range over rounds, the fault count summed over every target and round,
+ * the round the report shows, the order of a round's targets, the figures read from
+ * wrk's result line, and the parts a new report keeps from the previous one.
  */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { type LoadSummary, parseWrk } from './load.js'
 import {
+  AB_FIGURES,
+  abVerdict,
+  correctness,
   cpuPerRequest,
+  DEFAULT_TARGETS,
   faults,
-  GOALS,
+  FLOOR_FIGURES,
   HAND_WRITTEN,
   medianRound,
   okResponses,
+  overRounds,
   ratio,
   renderResults,
+  roundOrder,
   type Rounds,
   type RunSettings,
   spread,
   stolenShares,
+  TARGET_KEYS,
   type TargetKey,
   type TargetResult,
-  verdict,
   writeReport,
 } from './report.js'
 
@@ -45,8 +52,13 @@ function load(requestsPerSecond: number, overrides: Partial<LoadSummary> = {}): 
   }
 }
 
-const goal = (start: string) => GOALS.find((each) => each.figure.startsWith(start))!
-const judged = (start: string, rounds: Rounds) => verdict(goal(start), 'embedded', rounds)
+/** A figure against the floor or ceiling, of the embedded store, over `rounds`. */
+const againstFloor = (start: string, rounds: Rounds, key: TargetKey = 'embedded') => {
+  const figure = FLOOR_FIGURES.find((each) => each.figure.startsWith(start))!
+  return overRounds(figure.measure, figure.format, key, rounds)
+}
+/** An A/B verdict over `rounds`. */
+const ab = (start: string, rounds: Rounds) => abVerdict(AB_FIGURES.find((each) => each.figure.startsWith(start))!, rounds)
 
 /** A target's figures in one round. */
 interface Figures {
@@ -107,51 +119,76 @@ t.test('median and range: the middle value; of an even count, the mean of the tw
   t.equal(spread([]), undefined)
 })
 
-t.test('server CPU per durable create ÷ the design floor’s: met up to 1.15', async (t) => {
-  t.same(judged('server CPU', [round({ cpuUs: 46 })]), { measured: '1.15 (1.15–1.15)', met: true }, '46 ÷ 40 µs')
-  t.same(judged('server CPU', [round({ cpuUs: 46.01 })]), { measured: '1.15 (1.15–1.15)', met: false }, '46.01 µs: shown rounded, judged exactly')
+t.test('against the design floor and the raw ceiling: plain figures of each round, their median and range', async (t) => {
+  t.equal(againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })]), '1.15 (1.15–1.15)', '46 ÷ 40 µs, no verdict')
+  t.equal(againstFloor('server CPU per request ÷ raw', [round({ cpuUs: 80 })]), '2.00 (2.00–2.00)', '80 ÷ the ceiling’s 40 µs')
+  t.equal(againstFloor('p99 latency ÷', [round({ p99: 6 })]), '1.50 (1.50–1.50)', '6 ÷ 4 ms')
+  t.equal(againstFloor('peak RSS', [round({ peakRssMb: 120 })]), '+20.0 (+20.0–+20.0)', '120 − 100 MB')
+  t.equal(againstFloor('peak RSS', [round({ peakRssMb: 90 })]), '−10.0 (−10.0–−10.0)', 'below the floor')
+  t.equal(againstFloor('ready on existing data ÷', [round({ readyMs: 800 })]), '4.00 (4.00–4.00)', '800 ÷ 200 ms')
+  t.equal(againstFloor('ready on existing data −', [round({ readyMs: 600 })]), '+100 (+100–+100)', '600 − 500 ms')
 })
 
-t.test('p99 ÷ the design floor’s p99: met up to 1.5', async (t) => {
-  t.same(judged('p99', [round({ p99: 6 })]), { measured: '1.50 (1.50–1.50)', met: true }, '6 ÷ 4 ms')
-  t.same(judged('p99', [round({ p99: 6.01 })]), { measured: '1.50 (1.50–1.50)', met: false })
-})
-
-t.test('peak RSS − the design floor’s: met up to 20 MB', async (t) => {
-  t.same(judged('peak RSS', [round({ peakRssMb: 120 })]), { measured: '20.0 (20.0–20.0)', met: true }, '120 − 100 MB')
-  t.same(judged('peak RSS', [round({ peakRssMb: 120.04 })]), { measured: '20.0 (20.0–20.0)', met: false })
-})
-
-t.test('ready on existing data: up to 4 × the raw ceiling’s, up to 100 ms over the design floor’s', async (t) => {
-  t.same(judged('ready on existing data (spawn', [round({ readyMs: 800 })]), { measured: '4.00 (4.00–4.00)', met: true }, '800 ÷ 200 ms')
-  t.same(judged('ready on existing data (spawn', [round({ readyMs: 800.8 })]), { measured: '4.00 (4.00–4.00)', met: false })
-  t.same(judged('ready on existing data −', [round({ readyMs: 600 })]), { measured: '100 (100–100)', met: true }, '600 − 500 ms')
-  t.same(judged('ready on existing data −', [round({ readyMs: 600.4 })]), { measured: '100 (100–100)', met: false })
-})
-
-t.test('each round’s service is compared with the design floor of that same round', async (t) => {
+t.test('each round’s service is compared with the design floor of that same round; the median of the rounds is shown', async (t) => {
   // Crossed, 40 ÷ 80 and 96 ÷ 40 would be 0.50 and 2.40.
   const cpu = [round({ cpuUs: 40 }, { cpuUs: 40 }), round({ cpuUs: 96 }, { cpuUs: 80 })]
-  t.same(judged('server CPU', cpu), { measured: '1.10 (1.00–1.20)', met: true }, '40 ÷ 40 and 96 ÷ 80')
+  t.equal(againstFloor('server CPU per request ÷ design', cpu), '1.10 (1.00–1.20)', '40 ÷ 40 and 96 ÷ 80: of two, the mean')
   const rss = [round({ peakRssMb: 110 }, { peakRssMb: 100 }), round({ peakRssMb: 180 }, { peakRssMb: 150 }), round({ peakRssMb: 205 }, { peakRssMb: 200 })]
-  t.same(judged('peak RSS', rss), { measured: '10.0 (5.0–30.0)', met: true }, '+10, +30, +5 MB')
+  t.equal(againstFloor('peak RSS', rss), '+10.0 (+5.0–+30.0)', '+10, +30, +5 MB: of three, the middle one')
 })
 
-t.test('the verdict judges the median of the rounds: of two, the mean of both; of three, the middle one', async (t) => {
-  t.same(judged('server CPU', [round({ cpuUs: 40 }), round({ cpuUs: 56 })]), { measured: '1.20 (1.00–1.40)', met: false }, 'the better round alone would be met')
-  t.same(judged('server CPU', [round({ cpuUs: 52 }), round({ cpuUs: 40 }), round({ cpuUs: 44 })]), { measured: '1.10 (1.00–1.30)', met: true }, 'the worse round alone would not be')
-  t.same(judged('server CPU', [round({ cpuUs: 48 }), round({ cpuUs: 40 }), round({ cpuUs: 52 })]), { measured: '1.20 (1.00–1.30)', met: false }, 'the best round alone would be met')
-})
-
-t.test('a round without the design floor or the service gives no figure; none at all is not measured', async (t) => {
+t.test('a round without the design floor or the service gives no figure', async (t) => {
   const withoutFloor = (service: Figures) => round(service).filter((result) => result.key !== 'floor')
   const floorFailed = (service: Figures) => round(service).map((result) => (result.key === 'floor' ? { key: result.key, title: result.title, notRun: 'failed: exited' } : result))
-  const notMeasured = { measured: 'n/a', met: undefined }
-  t.same(judged('server CPU', [withoutFloor({ cpuUs: 46 })]), notMeasured)
-  t.same(judged('peak RSS', [floorFailed({}), floorFailed({})]), notMeasured, 'the floor failed in every round')
-  t.same(judged('ready on existing data (spawn', [round({}).filter((result) => result.key !== 'raw')]), notMeasured, 'no raw ceiling')
-  t.same(verdict(goal('server CPU'), 'postgres', [round({ cpuUs: 46 })]), notMeasured, 'the service not run')
-  t.same(judged('server CPU', [withoutFloor({ cpuUs: 80 }), round({ cpuUs: 44 })]), { measured: '1.10 (1.10–1.10; 1 of 2 rounds)', met: true }, 'the round with a floor counts alone')
+  t.equal(againstFloor('server CPU per request ÷ design', [withoutFloor({ cpuUs: 46 })]), 'n/a')
+  t.equal(againstFloor('peak RSS', [floorFailed({}), floorFailed({})]), 'n/a', 'the floor failed in every round')
+  t.equal(againstFloor('ready on existing data ÷', [round({}).filter((result) => result.key !== 'raw')]), 'n/a', 'no raw ceiling')
+  t.equal(againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })], 'postgres'), 'n/a', 'the service not run')
+  t.equal(againstFloor('server CPU per request ÷ design', [withoutFloor({ cpuUs: 80 }), round({ cpuUs: 44 })]), '1.10 (1.10–1.10; 1 of 2 rounds)', 'the round with a floor counts alone')
+})
+
+/** One round of an A/B run: the working tree's service and the baseline's. */
+function abRound(tree: Figures | undefined, baseline: Figures | undefined): TargetResult[] {
+  return [...(tree === undefined ? [] : [measured('embedded', tree)]), ...(baseline === undefined ? [] : [measured('baseline', baseline)])]
+}
+
+t.test('A/B: CPU ≤ 1.10 ×, p99 ≤ 1.25 ×, peak RSS ≤ +15 MB, ready ≤ +150 ms, judged exactly', async (t) => {
+  t.same(ab('server CPU', [abRound({ cpuUs: 44 }, { cpuUs: 40 })]), { perRound: [1.1], measured: '1.10 (1.10–1.10)', met: true }, '44 ÷ 40 µs')
+  t.equal(ab('server CPU', [abRound({ cpuUs: 44.01 }, { cpuUs: 40 })]).met, false, 'shown 1.10, judged exactly')
+  t.equal(ab('p99', [abRound({ p99: 5 }, { p99: 4 })]).met, true, '5 ÷ 4 ms')
+  t.equal(ab('p99', [abRound({ p99: 5.01 }, { p99: 4 })]).met, false)
+  t.same(ab('peak RSS', [abRound({ peakRssMb: 115 }, { peakRssMb: 100 })]), { perRound: [15], measured: '+15.0 (+15.0–+15.0)', met: true })
+  t.equal(ab('peak RSS', [abRound({ peakRssMb: 115.01 }, { peakRssMb: 100 })]).met, false)
+  t.same(ab('ready', [abRound({ readyMs: 650 }, { readyMs: 500 })]), { perRound: [150], measured: '+150 (+150–+150)', met: true })
+  t.equal(ab('ready', [abRound({ readyMs: 650.5 }, { readyMs: 500 })]).met, false)
+  t.equal(ab('ready', [abRound({ readyMs: 300 }, { readyMs: 500 })]).measured, '−200 (−200–−200)', 'faster than the baseline')
+})
+
+t.test('A/B: each round’s working tree against the baseline of that same round, then the median of the rounds', async (t) => {
+  // Pooled, the medians would be 60 ÷ 60 = 1.00; round by round the tree is 1.20 × in two rounds of three.
+  const rounds = [abRound({ cpuUs: 48 }, { cpuUs: 40 }), abRound({ cpuUs: 60 }, { cpuUs: 60 }), abRound({ cpuUs: 96 }, { cpuUs: 80 })]
+  t.same(ab('server CPU', rounds), { perRound: [1.2, 1, 1.2], measured: '1.20 (1.00–1.20)', met: false })
+  const even = [abRound({ cpuUs: 40 }, { cpuUs: 40 }), abRound({ cpuUs: 48 }, { cpuUs: 40 })]
+  t.equal(ab('server CPU', even).measured, '1.10 (1.00–1.20)', 'of two rounds, the mean of both')
+  t.equal(ab('server CPU', even).met, true)
+})
+
+t.test('A/B: a round without either gives no figure; none at all is not measured', async (t) => {
+  const rounds = [abRound({ cpuUs: 44 }, { cpuUs: 40 }), abRound({ cpuUs: 44 }, undefined), abRound(undefined, { cpuUs: 40 })]
+  t.same(ab('server CPU', rounds), { perRound: [1.1, undefined, undefined], measured: '1.10 (1.10–1.10; 1 of 3 rounds)', met: true })
+  t.same(ab('server CPU', [abRound({}, undefined)]), { perRound: [undefined], measured: 'n/a', met: undefined })
+  const failed: TargetResult = { key: 'baseline', title: 'baseline', notRun: 'failed: exited' }
+  t.same(ab('peak RSS', [[measured('embedded'), failed]]).met, undefined, 'the baseline failed')
+})
+
+t.test('the targets: baseline only when asked for; it and the working tree swap places every other round', async (t) => {
+  t.notOk(DEFAULT_TARGETS.includes('baseline'))
+  t.equal(DEFAULT_TARGETS.length, TARGET_KEYS.length - 1)
+  const ab = new Set<TargetKey>(['embedded', 'baseline', 'floor'])
+  t.same(roundOrder(1, ab), ['floor', 'embedded', 'baseline'])
+  t.same(roundOrder(2, ab), ['floor', 'baseline', 'embedded'])
+  t.same(roundOrder(3, ab), ['floor', 'embedded', 'baseline'])
+  t.same(roundOrder(2, new Set<TargetKey>(['raw', 'embedded', 'postgres'])), ['raw', 'embedded', 'postgres'], 'no baseline, no swap')
 })
 
 t.test('faults: errors, non-2xx, wrong bodies and 200s whose plant is not stored', async (t) => {
@@ -161,20 +198,26 @@ t.test('faults: errors, non-2xx, wrong bodies and 200s whose plant is not stored
   t.equal(faults({ key: 'embedded', title: 'embedded', load: run, storedRows: 1010 }), 6, 'rows of requests sent but not answered in time are no fault')
   t.equal(faults({ key: 'unstored', title: 'ablation', load: run }), 6, 'nothing to count where nothing is stored')
   t.equal(faults({ key: 'embedded', title: 'embedded', notRun: 'failed' }), undefined)
+  t.equal(faults({ key: 'baseline', title: 'baseline', load: load(100), exited: 'code 1: TypeError' }), 1, 'a server that exited unasked: one fault')
+  const report = renderResults(new Date(0), SETTINGS, [[measured('embedded'), { ...measured('baseline'), exited: 'code 1: a | b' }]])
+  t.match(report, '**baseline exited unasked** in round 1 (a fault below; round 1: code 1: a \\| b).')
+  t.match(report, '| 0 | 1 (baseline: 1): **not met** |')
 })
 
-t.test('errors: the sum over all rounds, not a median', async (t) => {
+t.test('correctness: faults summed over every target and every round, not a median', async (t) => {
   const unstored = (count: number): Figures => ({ storedRows: 1_000_000 - count })
-  t.same(judged('errors', [round(unstored(0)), round(unstored(0)), round(unstored(0))]), { measured: '0', met: true })
-  t.same(judged('errors', [round(unstored(0)), round(unstored(0)), round(unstored(2))]), { measured: '2', met: false }, 'the median round had none')
-  t.same(judged('errors', [round(unstored(1)), round(unstored(0)), round(unstored(2))]), { measured: '3', met: false })
-  t.same(judged('errors', [round(unstored(0)), round(undefined), round(unstored(0))]), { measured: '0 (2 of 3 rounds)', met: true }, 'a round without the service')
-  t.same(judged('errors', [round(undefined)]), { measured: 'n/a', met: undefined })
+  t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(0))]), { total: 0, byTarget: [], runs: 9 })
+  t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(2))]), { total: 2, byTarget: [{ title: 'embedded', faults: 2 }], runs: 9 }, 'the median round had none')
+  const floorErrors = round(unstored(1)).map((result) => (result.key === 'floor' ? { ...result, load: { ...result.load!, errors: 3 } } : result))
+  t.same(correctness([floorErrors, round(undefined)]), { total: 4, byTarget: [{ title: 'floor', faults: 3 }, { title: 'embedded', faults: 1 }], runs: 5 }, 'every target counts')
+  t.equal(correctness([[{ key: 'embedded', title: 'embedded', notRun: 'failed' }]]), undefined, 'nothing measured')
+  const report = renderResults(new Date(0), SETTINGS, [round(unstored(0)), round(unstored(5))])
+  t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 5 (embedded: 5): **not met** |')
 })
 
-t.test('the warm-up’s p99: reported against the design floor’s of the same round, with no target', async (t) => {
+t.test('the warm-up’s p99: reported against the design floor’s of the same round', async (t) => {
   const report = renderResults(new Date(0), SETTINGS, [round({ warmupP99: 30 }, { warmupP99: 10 }), round({ warmupP99: 12 }, { warmupP99: 8 }), round({ warmupP99: 40 }, { warmupP99: 20 })])
-  t.match(report, "| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | 2.00 (1.50–3.00) | n/a |", 'ratios 3, 1.5, 2')
+  t.match(report, "| p99 latency in the warm-up ÷ design floor's | 2.00 (1.50–3.00) |", 'ratios 3, 1.5, 2')
   t.match(report, /^\| embedded \| 3 of 3 \| [^|]+ \| [^|]+ \| 30\.0 \(12\.0–40\.0\) \|/m, 'the Rounds table’s warm-up column')
   t.match(report, /^\| floor \| 3 of 3 \| [^|]+ \| [^|]+ \| 10\.0 \(8\.0–20\.0\) \|/m)
 })
@@ -188,7 +231,7 @@ t.test('the round shown: the median server CPU per request; of an even count, th
   t.equal(medianRound([failed, undefined]), undefined)
 })
 
-t.test('the report: each target’s median round, the spread over the rounds, the verdicts as CI reads them', async (t) => {
+t.test('the report: each target’s median round, the spread over the rounds, the figures against the floor, no targets', async (t) => {
   const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
   t.match(report, /^- Rounds: 3, interleaved/m)
   t.match(report, /default log level \(`info`/)
@@ -196,9 +239,24 @@ t.test('the report: each target’s median round, the spread over the rounds, th
   t.notMatch(report, /LOG_LEVEL/)
   t.match(report, /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m, 'the Results row is the round of the median CPU')
   t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | n/a | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) |')
-  t.match(report, "| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | n/a | n/a |", 'no warm-up, no figure')
-  t.match(report, "| server CPU per durable create ÷ design floor's | ≤ 1.15 | 1.15 (1.10–1.30): met | not measured |")
-  t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 0: met | not measured |')
+  t.match(report, '| figure | embedded |\n', 'one column per service target measured')
+  t.match(report, "| server CPU per request ÷ design floor's | 1.15 (1.10–1.30) |")
+  t.notMatch(report, "| p99 latency in the warm-up ÷ design floor's", 'no warm-up, no figure: the row left out')
+  t.notMatch(report, "| instructions per request ÷ design floor's", 'no instructions counted')
+  t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 0: met |')
+  t.notMatch(report, /≤|\bnot met\b|## Targets|## Working tree/, 'no targets, no verdicts, no A/B without a baseline')
+})
+
+t.test('the report of an A/B run: the comparison with its verdicts and each round’s figure', async (t) => {
+  const rounds = [abRound({ cpuUs: 44, p99: 4, peakRssMb: 120 }, { cpuUs: 40 }), abRound({ cpuUs: 50, readyMs: 700 }, { cpuUs: 40 }), abRound({ cpuUs: 40 }, { cpuUs: 40 })]
+  const report = renderResults(new Date(0), { ...SETTINGS, baseline: { ref: 'fa9b7d2', how: 'commit `fa9b7d2`, linked' } }, rounds)
+  t.match(report, '## Working tree against `fa9b7d2`')
+  t.match(report, /^- Baseline: `fa9b7d2`, commit `fa9b7d2`, linked; started exactly as/m)
+  t.match(report, '| server CPU per create, working tree ÷ baseline | ≤ 1.10 × | 1.10 (1.00–1.25) | 1.10, 1.25, 1.00 | met |')
+  t.match(report, '| peak RSS, working tree − baseline, MB | ≤ +15 MB | 0.0 (0.0–+20.0) | +20.0, 0.0, 0.0 | met |')
+  t.match(report, '| ready on existing data, working tree − baseline, ms | ≤ +150 ms | 0 (0–+200) | 0, +200, 0 | met |')
+  t.notMatch(report, 'Against the design floor', 'no floor ran: no such section')
+  t.match(report, /swap places every other round/)
 })
 
 t.test('wrk’s result line: req/s over wrk’s own duration, non-2xx from the statuses, latency in ms', async (t) => {

@@ -1,8 +1,9 @@
 /**
  * The benchmark's report, `docs/benchmarks.md`: machine, settings, results (each
- * target's median round), the spread over the rounds, the figures the targets are
- * about and their verdicts, taken round by round. Regenerating it keeps two
- * parts: the soak section when no soak ran this time (between {@link SOAK_START}
+ * target's median round), the spread over the rounds, the service against the design
+ * floor and the raw ceiling (plain figures, no targets), the correctness check, and,
+ * with a baseline, the A/B comparison of the working tree with it and its verdicts;
+ * every comparison taken within a round. Regenerating it keeps two parts: the soak section when no soak ran this time (between {@link SOAK_START}
  * and {@link SOAK_END}), and everything from {@link HAND_WRITTEN} on (how to run
  * it, what it measures and the decisions it led to, written by hand).
  *
@@ -27,10 +28,27 @@ export const SOAK_END = '<!-- soak:end -->'
  * stored), the two durable ceilings (raw `node:http` committing to SQLite, to
  * PostgreSQL), the design floor (Fastify and fastify-openapi-glue on the contract,
  * nothing else), the service with its write skipped (an ablation), the service
- * on each store, and the service on the embedded store with every create traced.
+ * on each store (`baseline`: the service of a git ref, on the embedded store, for an
+ * A/B run), and the service on the embedded store with every create traced.
  */
-export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'floor', 'unstored', 'embedded', 'postgres', 'traced'] as const
+export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'floor', 'unstored', 'embedded', 'baseline', 'postgres', 'traced'] as const
 export type TargetKey = (typeof TARGET_KEYS)[number]
+
+/** The targets run without `BENCH_TARGETS`: all but `baseline`, which runs only with `BENCH_BASELINE_REF`. */
+export const DEFAULT_TARGETS: readonly TargetKey[] = TARGET_KEYS.filter((key) => key !== 'baseline')
+
+/**
+ * The targets of one round, in the order they run: {@link TARGET_KEYS} order, but the
+ * working tree's service and the baseline swap places in every even round, so
+ * neither always runs right after the other.
+ * @param round - counted from 1.
+ */
+export function roundOrder(round: number, selected: ReadonlySet<TargetKey>): TargetKey[] {
+  const order = TARGET_KEYS.filter((key) => selected.has(key))
+  const [tree, baseline] = [order.indexOf('embedded'), order.indexOf('baseline')]
+  if (round % 2 === 0 && tree !== -1 && baseline !== -1) [order[tree], order[baseline]] = [order[baseline]!, order[tree]!]
+  return order
+}
 
 /** Instructions per request of one target, and how they were counted. */
 export interface Instructions {
@@ -63,6 +81,8 @@ export interface TargetResult {
   readonly store?: StoreActivity
   /** Durable targets: rows stored with the ids the measured run sent (read after the server stopped). */
   readonly storedRows?: number
+  /** How the server process ended while it was measured, unasked (`code 1: …` with the end of its output). */
+  readonly exited?: string
 }
 
 /** What the run was. */
@@ -78,7 +98,7 @@ export interface RunSettings {
   readonly revision: string
   /** Node's options of the service processes: those of the image's command. */
   readonly serviceNodeOptions: readonly string[]
-  /** `NAME=value` settings of the image's environment the service runs with besides its own (`MALLOC_ARENA_MAX=1`). */
+  /** `NAME=value` runtime settings of the image's environment the service runs with besides its own (`MALLOC_ARENA_MAX=1`, `NODE_COMPILE_CACHE=…`). */
   readonly serviceEnvironment: readonly string[]
   /** Whether the service processes ran under `node --cpu-prof` (slower). */
   readonly profiled: boolean
@@ -88,6 +108,10 @@ export interface RunSettings {
   readonly instructions: string
   /** Share of each CPU's time the hypervisor gave to others over the targets (`stolenShares`), when known. */
   readonly stolen?: readonly number[] | undefined
+  /** Wall time of the rounds, seconds. */
+  readonly roundsSeconds?: number
+  /** The A/B run's baseline: the ref, and how it was checked out, installed, built and started, in words. */
+  readonly baseline?: { readonly ref: string; readonly how: string } | undefined
 }
 
 /**
@@ -139,16 +163,17 @@ export function okResponses(load: LoadSummary): number {
 
 /**
  * Everything that went wrong in a run: socket errors and timeouts, non-2xx, 2xx with
- * a wrong body, and 200s whose plant is not stored (durable targets, when counted).
+ * a wrong body, 200s whose plant is not stored (durable targets, when counted), and
+ * the server process exiting unasked (one).
  */
 export function faults(result: TargetResult): number | undefined {
   const load = result.load
   if (load === undefined) return undefined
   const unstored = result.storedRows === undefined ? 0 : Math.max(0, okResponses(load) - result.storedRows)
-  return load.errors + load.non2xx + load.wrongBodies + unstored
+  return load.errors + load.non2xx + load.wrongBodies + unstored + (result.exited === undefined ? 0 : 1)
 }
 
-/** Every round's results, in the order the rounds ran; each round's in {@link TARGET_KEYS} order. */
+/** Every round's results, in the order the rounds ran; each round's in the order its targets ran. */
 export type Rounds = readonly (readonly TargetResult[])[]
 
 /** The median of some figures, with the lowest and the highest. */
@@ -192,77 +217,21 @@ export function medianRound(results: readonly (TargetResult | undefined)[]): { r
   return chosen === undefined ? undefined : { result: chosen.result, round: chosen.round }
 }
 
-/**
- * One figure with a target: what, the threshold in words, how to measure one round
- * and how to judge the rounds.
- */
-interface Goal {
-  readonly figure: string
-  readonly threshold: string
-  /** The figure of one round: the service's result in it, judged against the other targets of that same round. */
-  readonly measure: (result: TargetResult, round: readonly TargetResult[]) => number | undefined
-  /** Judge the sum of the rounds' figures, not their median. */
-  readonly sum?: boolean
-  readonly met: (value: number) => boolean
-  readonly format: (value: number) => string
-}
-
 const number = (value: number, digits = 0): string =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const ms = (value: number): string => number(value, value >= 100 ? 0 : 2)
 const twoDigits = (value: number): string => number(value, 2)
-
-/** The targets of the service, each checked on the embedded store and on PostgreSQL, round by round. */
-export const GOALS: readonly Goal[] = [
-  {
-    figure: "server CPU per durable create ÷ design floor's",
-    threshold: '≤ 1.15',
-    measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'floor'))),
-    met: (value) => value <= 1.15,
-    format: twoDigits,
-  },
-  {
-    figure: "p99 latency ÷ design floor's p99",
-    threshold: '≤ 1.5',
-    measure: (result, round) => ratio(result.load?.latencyMs.p99, byKey(round, 'floor')?.load?.latencyMs.p99),
-    met: (value) => value <= 1.5,
-    format: twoDigits,
-  },
-  {
-    figure: "peak RSS − design floor's peak RSS, MB",
-    threshold: '≤ 20 MB',
-    measure: (result, round) => difference(result.peakRssMb, byKey(round, 'floor')?.peakRssMb),
-    met: (value) => value <= 20,
-    format: (value) => number(value, 1),
-  },
-  {
-    figure: "ready on existing data (spawn → first 200) ÷ raw ceiling's ready",
-    threshold: '≤ 4',
-    measure: (result, round) => ratio(result.readyMs, byKey(round, 'raw')?.readyMs),
-    met: (value) => value <= 4,
-    format: twoDigits,
-  },
-  {
-    figure: "ready on existing data − design floor's ready, ms",
-    threshold: '≤ 100 ms',
-    measure: (result, round) => difference(result.readyMs, byKey(round, 'floor')?.readyMs),
-    met: (value) => value <= 100,
-    format: (value) => number(value),
-  },
-  { figure: 'errors, non-2xx, wrong bodies, 200s not stored', threshold: '0', measure: faults, sum: true, met: (value) => value === 0, format: String },
-]
-
-/** The service targets the goals are checked on. */
-export const CHECKED = ['embedded', 'postgres'] as const satisfies readonly TargetKey[]
-
-/** One verdict: the measured value (formatted) and whether it meets the goal; `undefined` when not measured. */
-export interface Verdict {
-  readonly measured: string
-  readonly met: boolean | undefined
+/** With its sign: `+1.5`, `−3.0`, `0.0`. */
+const signed = (digits: number) => (value: number): string => {
+  const text = number(Math.abs(value), digits)
+  return Number(text.replace(/,/g, '')) === 0 ? text : `${value < 0 ? '−' : '+'}${text}`
 }
 
+/** A figure of one round: `result` (a service target) against the other targets of that same round. */
+type RoundFigure = (result: TargetResult, round: readonly TargetResult[]) => number | undefined
+
 /** `measure` of `key`'s result in each round that measured it and gave a figure. */
-function perRound(rounds: Rounds, key: TargetKey, measure: Goal['measure']): number[] {
+function perRound(rounds: Rounds, key: TargetKey, measure: RoundFigure): number[] {
   return rounds.flatMap((round) => {
     const result = byKey(round, key)
     const value = result?.load === undefined ? undefined : measure(result, round)
@@ -278,23 +247,105 @@ const spreadText = (figures: Spread, format: (value: number) => string, note?: s
 const partial = (count: number, rounds: Rounds) => (count < rounds.length ? `${count} of ${rounds.length} rounds` : undefined)
 
 /**
- * The verdict of `goal` for the target `key`: its figure in each round (against the
- * floor and ceiling of the same round), then the median of those, with their range,
- * judged; a `sum` goal judges their sum. A round without the service or what it is
- * compared with gives no figure.
- * @returns `measured` like `1.12 (1.05–1.30)`, `0` for a sum, with `; 3 of 5 rounds`
- *   (or ` (3 of 5 rounds)`) when some rounds gave none; `n/a` and `met: undefined` when none did.
+ * The figures of the service against the design floor and the raw ceiling: no
+ * target, no verdict (the floor targets are retired); each taken within a round.
  */
-export function verdict(goal: Goal, key: (typeof CHECKED)[number], rounds: Rounds): Verdict {
-  const values = perRound(rounds, key, goal.measure)
+export const FLOOR_FIGURES: readonly { readonly figure: string; readonly measure: RoundFigure; readonly format: (value: number) => string }[] = [
+  { figure: "server CPU per request ÷ design floor's", measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'floor'))), format: twoDigits },
+  { figure: "server CPU per request ÷ raw ceiling's", measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'raw'))), format: twoDigits },
+  { figure: "p99 latency ÷ design floor's", measure: (result, round) => ratio(result.load?.latencyMs.p99, byKey(round, 'floor')?.load?.latencyMs.p99), format: twoDigits },
+  { figure: "p99 latency in the warm-up ÷ design floor's", measure: (result, round) => ratio(result.warmupP99Ms, byKey(round, 'floor')?.warmupP99Ms), format: twoDigits },
+  { figure: "peak RSS − design floor's, MB", measure: (result, round) => difference(result.peakRssMb, byKey(round, 'floor')?.peakRssMb), format: signed(1) },
+  { figure: "ready on existing data ÷ raw ceiling's", measure: (result, round) => ratio(result.readyMs, byKey(round, 'raw')?.readyMs), format: twoDigits },
+  { figure: "ready on existing data − design floor's, ms", measure: (result, round) => difference(result.readyMs, byKey(round, 'floor')?.readyMs), format: signed(0) },
+  { figure: "instructions per request ÷ design floor's", measure: (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest), format: twoDigits },
+]
+
+/** The service targets shown against the floor and the ceiling, when measured. */
+export const COMPARED = ['embedded', 'baseline', 'postgres'] as const satisfies readonly TargetKey[]
+
+/**
+ * One figure of `key` over the rounds: its value in each round (against the floor
+ * or ceiling of that same round), then the median and range of those.
+ * @returns like `1.12 (1.05–1.30)`, with `; 3 of 5 rounds` when some rounds gave
+ *   none; `n/a` when none did.
+ */
+export function overRounds(measure: RoundFigure, format: (value: number) => string, key: TargetKey, rounds: Rounds): string {
+  const values = perRound(rounds, key, measure)
   const figures = spread(values)
-  if (figures === undefined) return { measured: 'n/a', met: undefined }
-  const some = partial(values.length, rounds)
-  if (goal.sum === true) {
-    const total = values.reduce((sum, value) => sum + value, 0)
-    return { measured: `${goal.format(total)}${some === undefined ? '' : ` (${some})`}`, met: goal.met(total) }
-  }
-  return { measured: spreadText(figures, goal.format, some), met: goal.met(figures.median) }
+  return figures === undefined ? 'n/a' : spreadText(figures, format, partial(values.length, rounds))
+}
+
+/** The correctness check: nothing may go wrong in any target's run. */
+export interface Correctness {
+  /** Faults summed over every target and round measured. */
+  readonly total: number
+  /** The targets with faults, and how many. */
+  readonly byTarget: readonly { readonly title: string; readonly faults: number }[]
+  /** Target runs counted. */
+  readonly runs: number
+}
+
+/**
+ * Errors, non-2xx, wrong bodies and 200s not stored ({@link faults}), summed over
+ * every target and round that measured something.
+ * @returns `undefined` when nothing was measured.
+ */
+export function correctness(rounds: Rounds): Correctness | undefined {
+  const measured = rounds.flat().filter((result) => result.load !== undefined)
+  if (measured.length === 0) return undefined
+  const byTarget = TARGET_KEYS.flatMap((key) => {
+    const ofKey = measured.filter((result) => result.key === key)
+    const count = ofKey.reduce((sum, result) => sum + (faults(result) ?? 0), 0)
+    return count === 0 ? [] : [{ title: ofKey[0]!.title, faults: count }]
+  })
+  return { total: byTarget.reduce((sum, each) => sum + each.faults, 0), byTarget, runs: measured.length }
+}
+
+/**
+ * One figure of the A/B comparison: the working tree's service (`embedded`) against
+ * the baseline's (`baseline`) of the same round, with the threshold a refactor must keep.
+ */
+export interface AbFigure {
+  readonly figure: string
+  readonly threshold: string
+  readonly measure: (tree: TargetResult, baseline: TargetResult) => number | undefined
+  readonly met: (value: number) => boolean
+  readonly format: (value: number) => string
+}
+
+/** The A/B figures and their thresholds, judged on the median of the rounds. */
+export const AB_FIGURES: readonly AbFigure[] = [
+  { figure: 'server CPU per create, working tree ÷ baseline', threshold: '≤ 1.10 ×', measure: (a, b) => ratio(cpuTotal(a), cpuTotal(b)), met: (value) => value <= 1.1, format: twoDigits },
+  { figure: 'p99 latency, working tree ÷ baseline', threshold: '≤ 1.25 ×', measure: (a, b) => ratio(a.load?.latencyMs.p99, b.load?.latencyMs.p99), met: (value) => value <= 1.25, format: twoDigits },
+  { figure: 'peak RSS, working tree − baseline, MB', threshold: '≤ +15 MB', measure: (a, b) => difference(a.peakRssMb, b.peakRssMb), met: (value) => value <= 15, format: signed(1) },
+  { figure: 'ready on existing data, working tree − baseline, ms', threshold: '≤ +150 ms', measure: (a, b) => difference(a.readyMs, b.readyMs), met: (value) => value <= 150, format: signed(0) },
+]
+
+/** One A/B verdict: the figure of each round that ran both, their median and range, and whether the median meets the threshold. */
+export interface AbVerdict {
+  readonly perRound: readonly (number | undefined)[]
+  /** `median (lowest–highest)`, formatted; `n/a` when no round ran both. */
+  readonly measured: string
+  readonly met: boolean | undefined
+}
+
+/**
+ * The A/B verdict of `figure`: within each round, the working tree's service against
+ * the baseline's of that round; then the median of those, with their range, judged.
+ */
+export function abVerdict(figure: AbFigure, rounds: Rounds): AbVerdict {
+  const perRound = rounds.map((round) => {
+    const tree = byKey(round, 'embedded')
+    const baseline = byKey(round, 'baseline')
+    if (tree?.load === undefined || baseline?.load === undefined) return undefined
+    const value = figure.measure(tree, baseline)
+    return value === undefined || Number.isNaN(value) ? undefined : value
+  })
+  const values = perRound.filter((value) => value !== undefined)
+  const figures = spread(values)
+  if (figures === undefined) return { perRound, measured: 'n/a', met: undefined }
+  return { perRound, measured: spreadText(figures, figure.format, partial(values.length, rounds)), met: figure.met(figures.median) }
 }
 
 function osName(): string {
@@ -306,18 +357,17 @@ function osName(): string {
 }
 
 /** The machine, as a Markdown table. */
-function machineSection(date: Date, loadAverage: RunSettings['loadAverage'], stolen: RunSettings['stolen']): string {
+function machineSection(date: Date, settings: RunSettings): string {
+  const { loadAverage, stolen, roundsSeconds } = settings
+  const minutes = roundsSeconds === undefined ? '' : `; the rounds took ${number(roundsSeconds / 60, 1)} min`
   return [
     '| | |',
     '|---|---|',
-    `| CPU | ${cpus()[0]?.model ?? 'unknown'} |`,
-    `| cores | ${cpus().length} |`,
-    `| memory | ${number(totalmem() / 2 ** 30, 1)} GiB |`,
-    `| Node | ${process.version} |`,
-    `| OS | ${osName()}, Linux ${release()} |`,
-    `| date | ${date.toISOString()} |`,
-    `| load average (1 min), start → end of the targets | ${number(loadAverage[0], 2)} → ${number(loadAverage[1], 2)} |`,
-    `| CPU time stolen by the hypervisor over the targets (\`/proc/stat\` steal) | ${stolen === undefined ? 'unknown' : stolen.map((share, cpu) => `CPU ${cpu}: ${number(share * 100, 1)} %`).join(', ')} |`,
+    `| CPU | ${cpus()[0]?.model ?? 'unknown'}, ${cpus().length} cores, ${number(totalmem() / 2 ** 30, 1)} GiB |`,
+    `| Node, OS | ${process.version}, ${osName()}, Linux ${release()} |`,
+    `| date | ${date.toISOString()}${minutes} |`,
+    `| load average (1 min), start → end of the rounds | ${number(loadAverage[0], 2)} → ${number(loadAverage[1], 2)} |`,
+    `| CPU time stolen by the hypervisor over the rounds (\`/proc/stat\` steal) | ${stolen === undefined ? 'unknown' : stolen.map((share, cpu) => `CPU ${cpu}: ${number(share * 100, 1)} %`).join(', ')} |`,
   ].join('\n')
 }
 
@@ -396,14 +446,20 @@ function roundsSection(rounds: Rounds): string[] {
   ]
 }
 
-/** Targets whose wrk saturated its core in some rounds: their req/s there is a lower bound. */
+/** Targets whose wrk saturated its core in some rounds (their req/s there is a lower bound), and servers that exited unasked. */
 function saturatedNotes(rounds: Rounds): string[] {
-  return TARGET_KEYS.flatMap((key) => {
+  const exits = TARGET_KEYS.flatMap((key) => {
+    const exited = ofTarget(rounds, key).flatMap((result, index) => (result?.exited === undefined ? [] : [{ round: index + 1, how: result.exited, title: result.title }]))
+    return exited.length === 0
+      ? []
+      : [`**${exited[0]!.title} exited unasked** in round ${exited.map((each) => each.round).join(', ')} (a fault below; round ${exited[0]!.round}: ${exited[0]!.how.replace(/\|/g, '\\|')}).\n`]
+  })
+  return exits.concat(TARGET_KEYS.flatMap((key) => {
     const saturated = ofTarget(rounds, key).filter((result) => (result?.load?.generatorCpuPercent ?? 0) >= 90)
     return saturated.length === 0
       ? []
       : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
-  })
+  }))
 }
 
 /** Group-commit activity of the service targets in their median round, read from their `/metrics`. */
@@ -424,22 +480,66 @@ function storeSection(shown: readonly TargetResult[], durationS: number): string
   ]
 }
 
-function goalsSection(rounds: Rounds): string[] {
-  const titles = CHECKED.map((key) => ofTarget(rounds, key).find((result) => result !== undefined)?.title ?? key)
-  const cell = (v: Verdict) => (v.met === undefined ? 'not measured' : `${v.measured}: ${v.met ? 'met' : '**not met**'}`)
-  const againstFloor = (of: (result: TargetResult | undefined) => number | undefined) =>
-    CHECKED.map((key) => {
-      const figures = spread(perRound(rounds, key, (result, round) => ratio(of(result), of(byKey(round, 'floor')))))
-      return figures === undefined ? 'n/a' : spreadText(figures, twoDigits)
-    })
+/** Titles of the targets in `keys` that some round measured, with their keys. */
+function measuredTargets(rounds: Rounds, keys: readonly TargetKey[]): { key: TargetKey; title: string }[] {
+  return keys.flatMap((key) => {
+    const result = ofTarget(rounds, key).find((each) => each?.load !== undefined)
+    return result === undefined ? [] : [{ key, title: result.title }]
+  })
+}
+
+/** The service against the design floor and the raw ceiling: plain figures, no targets. */
+function floorSection(rounds: Rounds): string[] {
+  const columns = measuredTargets(rounds, COMPARED)
+  const rows = FLOOR_FIGURES.flatMap(({ figure, measure, format }) => {
+    const cells = columns.map(({ key }) => overRounds(measure, format, key, rounds))
+    return cells.every((cell) => cell === 'n/a') ? [] : [`| ${figure} | ${cells.join(' | ')} |`]
+  })
+  if (rows.length === 0) return []
   return [
-    'Each figure is taken in every round, the service against the design floor or raw ceiling of that same round; shown is the median over the rounds (lowest–highest), and the verdict judges the median. The error count is the sum over all rounds. A round without the service or what it is compared with gives no figure.',
+    '## Against the design floor and the raw ceiling',
     '',
-    `| figure | target | ${titles.join(' | ')} |`,
-    `|---|---|${CHECKED.map(() => '---:').join('|')}|`,
-    ...GOALS.map((goal) => `| ${goal.figure} | ${goal.threshold} | ${CHECKED.map((key) => cell(verdict(goal, key, rounds))).join(' | ')} |`),
-    `| (no target) p99 latency in the warm-up (the first seconds of load after a start) ÷ design floor's | — | ${againstFloor((result) => result?.warmupP99Ms).join(' | ')} |`,
-    `| (no target) instructions per durable create ÷ design floor's | — | ${againstFloor((result) => result?.instructions?.perRequest).join(' | ')} |`,
+    "Each figure taken within a round (the service against that round's floor or ceiling), then the median over the rounds (lowest–highest); no targets, no verdicts. A figure no round gave (no floor, no instructions) is left out.",
+    '',
+    `| figure | ${columns.map((column) => column.title).join(' | ')} |`,
+    `|---|${columns.map(() => '---:').join('|')}|`,
+    ...rows,
+    '',
+  ]
+}
+
+/** The correctness check over every target and round. */
+function correctnessSection(rounds: Rounds): string[] {
+  const check = correctness(rounds)
+  if (check === undefined) return []
+  const detail = check.byTarget.map((each) => `${each.title}: ${number(each.faults)}`).join('; ')
+  const cell = check.total === 0 ? '0: met' : `${number(check.total)} (${detail}): **not met**`
+  return [
+    '## Correctness',
+    '',
+    `Summed over every target and round (${check.runs} runs; a server that exited unasked counts one); not a speed target: any fault is a bug.`,
+    '',
+    '| check | required | measured |',
+    '|---|---|---|',
+    `| errors, non-2xx, wrong bodies, 200s not stored | 0 | ${cell} |`,
+    '',
+  ]
+}
+
+/** The A/B comparison: the working tree's service against the baseline's, round by round, with verdicts. */
+function abSection(rounds: Rounds, baseline: RunSettings['baseline']): string[] {
+  if (measuredTargets(rounds, ['baseline']).length === 0) return []
+  const ref = baseline === undefined ? 'the baseline' : `\`${baseline.ref}\``
+  const cell = (verdict: AbVerdict) => (verdict.met === undefined ? 'not measured' : verdict.met ? 'met' : '**not met**')
+  const verdicts = AB_FIGURES.map((figure) => ({ figure, verdict: abVerdict(figure, rounds) }))
+  return [
+    `## Working tree against ${ref}`,
+    '',
+    `The working tree's service (\`service, embedded store\`) against the service at ${ref} (\`baseline\`), each figure taken within a round (the two ran back to back, in alternating order), then the median over the rounds (lowest–highest), judged against the threshold; each round's figure after it.`,
+    '',
+    '| figure | threshold | median (lowest–highest) | rounds 1, 2, … | verdict |',
+    '|---|---|---:|---|---|',
+    ...verdicts.map(({ figure, verdict }) => `| ${figure.figure} | ${figure.threshold} | ${verdict.measured} | ${verdict.perRound.map((value) => (value === undefined ? '–' : figure.format(value))).join(', ')} | ${cell(verdict)} |`),
     '',
   ]
 }
@@ -455,31 +555,25 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '',
     `<!-- Generated by \`npm run bench\` (bench/run.ts) on ${date.toISOString()}. Edit only below the hand-written marker. -->`,
     '',
-    '`POST /plants` under the same load against three ceilings (raw `node:http`: nothing',
-    'stored; committing each plant to SQLite; committing to PostgreSQL), the design floor',
-    '(Fastify and fastify-openapi-glue on the contract, nothing else), the service with its',
-    'database write skipped, and the service on each store, in interleaved rounds. CPU time',
-    'and instructions per request are the server process’s own; throughput and latency',
-    'depend on the machine.',
+    '`POST /plants` under the same load, in interleaved rounds, against the raw `node:http` ceilings (nothing stored; a',
+    'SQLite commit; a PostgreSQL commit), the design floor (Fastify and fastify-openapi-glue on the contract, nothing',
+    'else), the service with its write skipped, the service on each store and traced, and, in an A/B run, the service at a git ref.',
     '',
     '## Machine',
     '',
-    machineSection(date, settings.loadAverage, settings.stolen),
+    machineSection(date, settings),
     '',
     '## Settings',
     '',
     `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${settings.connections} connections, one thread, no pipelining, ` +
-      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target and round.`,
-    `- Rounds: ${rounds.length}, interleaved: each round runs every target once, in the order of the tables below, so the design floor and the service alternate within the run rather than following one another.`,
-    `- Every request carries a new id (never repeated across connections, warm-ups, targets and rounds; this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
+      `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target and round. Every request carries a new id (this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
+    `- Rounds: ${rounds.length}, interleaved: each round runs every selected target once, in the order of the tables below${settings.baseline === undefined ? '' : ' (the working tree\'s service and the baseline swap places every other round)'}; before them, one unmeasured start of each target (Node's compile cache and the page cache warm for all alike); \`sync\` before each target, so none pays for an earlier one's dirty pages.`,
     `- Pinning: ${settings.pinning}.`,
-    '- Before each target, `sync`: the disk writes earlier targets left in the page cache are flushed then, not during a later target’s fsyncs.',
-    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets. System time includes the kernel\'s loopback TCP work that runs while the server is on the CPU (delivering its responses into wrk\'s sockets); the delivery of requests is charged to wrk. PostgreSQL\'s own processes are not counted.',
-    `- Instructions per request: ${settings.instructions}.`,
-    `- CPU profiler: ${settings.profiled ? '**on** (`node --cpu-prof` of the service, or `perf record` of every target): their figures are lower than in a plain run' : 'off'}.`,
-    `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`: Fastify's request log lines, written to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs on every request but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows are deleted afterwards, by id range).`,
-    '- Ready: a second start of the target on the data the run left: spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` right after the first start became ready, and the peak (`VmHWM`) after the run.',
-    '- Errors / non-2xx / wrong bodies [/ 200s not stored]: the last is 2xx answers minus the rows stored with the measured run\'s ids, for the targets that store.',
+    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets; it includes the loopback TCP work of delivering its responses; PostgreSQL\'s own processes are not counted.',
+    `- Instructions per request: ${settings.instructions}.${settings.profiled ? ' CPU profiler **on** (`node --cpu-prof` of the service, or `perf record` of every target): their figures are lower than in a plain run.' : ''}`,
+    `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`, to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows deleted afterwards, by id range).`,
+    ...(settings.baseline === undefined ? [] : [`- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`]),
+    '- Ready: a second start on the data the run left, spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` once ready, and the peak (`VmHWM`) after the run. Not stored: 2xx answers minus the rows stored with the measured run\'s ids.',
     '',
     '## Results',
     '',
@@ -487,9 +581,9 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     ...saturatedNotes(rounds),
     ...storeSection(shown, settings.durationS),
     ...roundsSection(rounds),
-    '## Targets',
-    '',
-    ...goalsSection(rounds),
+    ...abSection(rounds, settings.baseline),
+    ...floorSection(rounds),
+    ...correctnessSection(rounds),
   ].join('\n')
 }
 

@@ -6,7 +6,7 @@
  * Usage: `node dist/bench/startup.js <runs> <name>=<script> …`
  *
  * A script named `server.js` is the service: it runs with the image's Node options
- * and malloc settings (`image.ts` reads them from the Dockerfile), `NODE_ENV=production`,
+ * and runtime settings of its `ENV` (`image.ts` reads them from the Dockerfile), `NODE_ENV=production`,
  * and one data directory per target that already holds `STARTUP_ROWS` plants (default 100,000),
  * opened once before the runs. Any other script (the design floor, the raw
  * ceiling) runs as `run.ts` runs it. Every target is started once before the
@@ -23,7 +23,7 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
-import { SERVICE_MALLOC_ENVIRONMENT, SERVICE_NODE_OPTIONS } from './image.js'
+import { SERVICE_ENVIRONMENT, SERVICE_NODE_OPTIONS } from './image.js'
 import { EXPECTED_BODY, jsonHeaders, PlantIds } from './load.js'
 import { freePort, postJson, startServer, TASKSET } from './process.js'
 import { openSqliteFile, SQLITE_FILE } from '../service/store/sqlite.js'
@@ -65,7 +65,7 @@ const targets: Target[] = targetArguments.map((argument) => {
   const [name, script] = argument.split('=') as [string, string]
   const service = basename(script) === 'server.js'
   const env: Record<string, string> = { PLANT_STORE_TOKENS: token }
-  if (service) Object.assign(env, { NODE_ENV: 'production', ...SERVICE_MALLOC_ENVIRONMENT, DATA_DIR: mkdtempSync(join(tmpdir(), 'plant-store-startup-')) })
+  if (service) Object.assign(env, { NODE_ENV: 'production', ...SERVICE_ENVIRONMENT, DATA_DIR: mkdtempSync(join(tmpdir(), 'plant-store-startup-')) })
   if (env.DATA_DIR !== undefined) temporary.push(env.DATA_DIR)
   return { name, script: resolve(script), nodeArgs: service ? SERVICE_NODE_OPTIONS : [], env, readyMs: [], cpuMs: [] }
 })
