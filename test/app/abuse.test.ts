@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { loggerOptions } from '../../service/logging.js'
 import { build, JSON_HEADERS, listen, logSink, TOKEN } from '../helpers/app.js'
-import { assertErrorBody, contractViolations } from '../helpers/contract.js'
+import { assertErrorBody, contractViolations, otherMethod } from '../helpers/contract.js'
 import { postPlant } from '../helpers/post-plant.js'
 import { exchange, requestHead } from '../helpers/raw-http.js'
 
@@ -127,7 +127,7 @@ t.test('an error answer to a request no operation accepted, or whose body is unr
   const { url } = await listen(t)
   const cases: Array<[string, string, number]> = [
     ['an unknown path', `${requestHead('GET', '/nothing')}\r\n`, 404],
-    ['a method /plants has no operation for', `${requestHead('GET', '/plants')}\r\n`, 405],
+    ['a method /plants has no operation for', `${requestHead(otherMethod('/plants'), '/plants')}\r\n`, 405],
     ['a wrong token, its body dripping', `${requestHead('POST', '/plants', { Authorization: 'Bearer wrong', 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{`, 401],
     ['another media type, its body unread', `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`, 415],
   ]
@@ -176,7 +176,7 @@ t.test('no error answer is cached: Cache-Control no-store on 401, 404, 405 and o
   for (const request of [
     { method: 'POST' as const, url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{}' },
     { method: 'GET' as const, url: '/nowhere' },
-    { method: 'GET' as const, url: '/plants' },
+    { method: otherMethod('/plants') as 'GET', url: '/plants' },
     { method: 'GET' as const, url: '/docs/static/nothing-here.js' },
   ]) {
     const response = await app.inject(request)

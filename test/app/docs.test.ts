@@ -1,7 +1,7 @@
 /**
  * Tests of the documentation routes: Swagger UI at `/docs`, the document at
  * `/docs/json` and `/docs/yaml` equal to openapi.yaml with every integer digit for
- * digit, public, and not part of the contract themselves.
+ * digit (so no route outside the contract, the docs' own or a 405's, is in it), public.
  *
  * @module
  */
@@ -69,12 +69,4 @@ t.test('the docs need no token', async (t) => {
     t.equal(response.statusCode, 200, url)
     t.equal(response.headers['www-authenticate'], undefined)
   }
-})
-
-t.test('the docs routes (and the 405 routes) are not in the published contract', async (t) => {
-  const app = await build(t)
-  const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/json` })
-  const document = response.json() as { paths: Record<string, Record<string, unknown>> }
-  t.strictSame(Object.keys(document.paths), ['/plants'])
-  t.strictSame(Object.keys(document.paths['/plants']!), ['post'])
 })

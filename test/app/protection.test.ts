@@ -10,7 +10,7 @@ import t from 'tap'
 import { createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
 import { build, freshStore, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
-import { contractViolations } from '../helpers/contract.js'
+import { CONTRACT_METHODS, contractViolations } from '../helpers/contract.js'
 import { postPlant, type PostOptions } from '../helpers/post-plant.js'
 
 /** Headers of a JSON request with `token`. */
@@ -197,7 +197,7 @@ t.test('CORS for configured origins: preflight and actual requests', async (t) =
   t.equal(preflight.statusCode, 204)
   t.equal(preflight.headers['access-control-allow-origin'], 'https://ui.example')
   t.match(preflight.headers['access-control-allow-headers'], /authorization/)
-  t.equal(preflight.headers['access-control-allow-methods'], 'POST', "the contract's methods")
+  t.equal(preflight.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
   const actual = await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...bearer(TOKEN), origin: 'https://ui.example' } })
   t.equal(actual.statusCode, 200)
   t.equal(actual.headers['access-control-allow-origin'], 'https://ui.example')

@@ -24,8 +24,8 @@ import { Agent } from 'node:https'
 import t from 'tap'
 import { loadConfig } from '../../service/config.js'
 import { cutEveryPhase } from '../helpers/abort-client.js'
-import { contractViolations } from '../helpers/contract.js'
-import { requestHead } from '../helpers/raw-http.js'
+import { allowedMethods, contractViolations, otherMethod } from '../helpers/contract.js'
+import { requestHead, wholeRequest } from '../helpers/raw-http.js'
 import { answeredBy, authorized, bodyOf, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, startGateway } from '../helpers/nginx.js'
 import { imageUnderTest, podman } from '../helpers/podman.js'
@@ -128,9 +128,9 @@ t.test("the service's own errors pass through the gateway unchanged, with their 
     t.match(response.headers, headers, `${what}: its headers`)
     t.equal((await answeredBy(gateway, response)).upstreamStatus, String(status), `${what}: answered by a replica`)
   }
-  const method = await send(gateway, get(PLANTS))
+  const method = await send(gateway, wholeRequest(otherMethod('/plants'), PLANTS))
   errorBody(t, method, 405)
-  t.equal(method.headers.allow, 'POST')
+  t.equal(method.headers.allow, allowedMethods('/plants').join(', '))
   const badUrl = await send(gateway, get(`${GATEWAY_PREFIX}/docs/%C0`))
   errorBody(t, badUrl, 400)
   t.equal((await answeredBy(gateway, badUrl)).upstreamStatus, '400', 'a malformed UTF-8 escape is the service’s to refuse')

@@ -1,8 +1,10 @@
 /**
- * Checks of responses against openapi.yaml: a response of `POST /plants` has a
- * declared status, its media type and a body of the schema declared for that status;
- * an error of any route (404, 405, the gateway's own) has the `Error` body with
- * `error` equal to the status (openapi.yaml, info.description "Errors").
+ * What openapi.yaml says, for tests to derive from rather than restate: its operations
+ * (method, path, operationId) and the methods each path allows. Checks of responses
+ * against it: a response of an operation has a declared status, its media type and a
+ * body of the schema declared for that status; an error of any route (404, 405, the
+ * gateway's own) has the `Error` body with `error` equal to the status (openapi.yaml,
+ * info.description "Errors").
  *
  * @module
  */
@@ -20,6 +22,48 @@ ajv.addFormat('int32', true).addFormat('int64', true)
 ajv.addSchema(contract, 'contract')
 
 const validators = new Map<string, ValidateFunction>()
+
+/** An operation of the contract: its method (upper case), path template and operationId. */
+export interface Operation {
+  readonly method: string
+  readonly path: string
+  readonly operationId: string
+}
+
+/** Every operation of openapi.yaml, in the document's order. */
+export const OPERATIONS: readonly Operation[] = Object.entries(contract.paths).flatMap(([path, item = {}]) =>
+  Object.entries(item).flatMap(([method, operation]) => {
+    const operationId = (operation as { operationId?: unknown }).operationId
+    return typeof operationId === 'string' ? [{ method: method.toUpperCase(), path, operationId }] : []
+  }),
+)
+
+/** The methods of the contract's operations, upper case, sorted, each once (what CORS allows). */
+export const CONTRACT_METHODS: readonly string[] = [...new Set(OPERATIONS.map((operation) => operation.method))].sort()
+
+/**
+ * The methods a path template of the contract allows, sorted: those of its operations,
+ * and HEAD wherever GET is (RFC 9110 §9.3.2). What a 405's `Allow` lists.
+ */
+export function allowedMethods(path: string): string[] {
+  const methods = OPERATIONS.filter((operation) => operation.path === path).map((operation) => operation.method)
+  return [...new Set([...methods, ...(methods.includes('GET') ? ['HEAD'] : [])])].sort()
+}
+
+/** A method the contract has no operation for at the path template `path` (405 there). */
+export function otherMethod(path: string): string {
+  return ['DELETE', 'PUT', 'PATCH', 'GET', 'POST'].find((method) => !allowedMethods(path).includes(method))!
+}
+
+/** A URL path of the template `path`: each `{parameter}` as `1`. */
+export const examplePath = (path: string): string => path.replace(/\{[^}]+\}/g, '1')
+
+/** The contract's path template that the URL `url` (path and query) falls under, if any: `/plants/12` is under `/plants/{id}`. */
+export function pathTemplateOf(url: string): string | undefined {
+  const path = url.split('?')[0]!
+  const literal = (text: string) => text.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
+  return Object.keys(contract.paths).find((template) => new RegExp(`^${template.split(/\{[^}]+\}/).map(literal).join('[^/]+')}$`).test(path))
+}
 
 /**
  * A validator of the contract's schema at `pointer`, e.g.
@@ -62,17 +106,28 @@ function bodyProblems(response: AnyResponse, validate: ValidateFunction): string
   return problems
 }
 
+/** The request a response answers: its method and URL path (with the query, if any). */
+export interface RequestLine {
+  readonly method: string
+  readonly url: string
+}
+
 /**
- * Checks a response of `POST /plants` against the contract: its status is declared,
+ * Checks a response of an operation against the contract: its status is declared,
  * its content type is the declared one, and its body matches the declared schema.
  *
+ * @param request - the request it answers; `POST /plants` unless given.
  * @returns a list of problems; empty when the response conforms.
  */
-export function contractViolations(response: AnyResponse): string[] {
-  const responses = (contract.paths['/plants']!.post as { responses: Record<string, { $ref?: string }> }).responses
-  const declared = responses[String(response.statusCode)]
+export function contractViolations(response: AnyResponse, request: RequestLine = { method: 'POST', url: '/plants' }): string[] {
+  const path = pathTemplateOf(request.url)
+  const method = request.method.toLowerCase()
+  const operation = path === undefined ? undefined : (contract.paths[path] as Record<string, { responses?: Record<string, { $ref?: string }> } | undefined>)[method]
+  if (operation?.responses === undefined) return [`${request.method} ${request.url} is no operation of the contract`]
+  const status = String(response.statusCode) in operation.responses ? String(response.statusCode) : 'default'
+  const declared = operation.responses[status]
   if (declared === undefined) return [`status ${response.statusCode} is not declared`]
-  const pointer = declared.$ref ?? `#/paths/~1plants/post/responses/${response.statusCode}`
+  const pointer = declared.$ref ?? `#/paths/${path!.replace(/~/g, '~0').replace(/\//g, '~1')}/${method}/responses/${status}`
   if ((resolve(pointer).content as Record<string, unknown> | undefined)?.['application/json'] === undefined) {
     return [`status ${response.statusCode} declares no application/json body`]
   }

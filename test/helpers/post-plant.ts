@@ -1,7 +1,7 @@
 /**
- * `POST /plants` as a client sends it, for every test: into an app (`inject`), or
- * over HTTP or HTTPS to a running service, container or gateway, with one response
- * shape for both. Requests no client would send (malformed HTTP) are written to a
+ * `POST /plants` as a client sends it, for every test (and any other operation of the
+ * contract, {@link callOperation}): into an app (`inject`), or over HTTP or HTTPS to a
+ * running service, container or gateway, with one response shape for both. Requests no client would send (malformed HTTP) are written to a
  * socket by `raw-http.ts` instead; a test that needs more of the exchange than its
  * answer (a fetch `Response` for the typed client's reader, a body held half-sent)
  * makes that request itself.
@@ -13,7 +13,7 @@ import { request as httpsRequest } from 'node:https'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { JSON_HEADERS } from './app.js'
-import { contractViolations } from './contract.js'
+import { contractViolations, type RequestLine } from './contract.js'
 
 /** Request headers; a header whose value is `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>
@@ -63,10 +63,19 @@ export interface PostOptions {
  *   cut off, {@link PostOptions.timeoutMs} passed).
  */
 export async function postPlant(target: FastifyInstance | string, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
+  return callOperation(target, { method: 'POST', url: '/plants' }, body, options)
+}
+
+/**
+ * Sends `request` (e.g. `{ method: 'GET', url: '/plants/1' }`) to `target` as
+ * {@link postPlant} sends `POST /plants`; with `options.t`, checks the response
+ * against the operation of the contract the request is for.
+ */
+export async function callOperation(target: FastifyInstance | string, request: RequestLine, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
   const headers = Object.fromEntries(Object.entries(options.headers ?? JSON_HEADERS).filter((entry): entry is [string, string] => entry[1] !== undefined))
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : jsonText(body)
-  const response = typeof target === 'string' ? await overHttp(target, payload, headers, options) : await injected(target, payload, headers, options)
-  options.t?.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
+  const response = typeof target === 'string' ? await overHttp(target, request, payload, headers, options) : await injected(target, request, payload, headers, options)
+  options.t?.same(contractViolations(response, request), [], `${response.statusCode} conforms to the contract`)
   return response
 }
 
@@ -79,10 +88,10 @@ export function jsonText(value: object): string {
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
 
 /** Through `inject`. */
-async function injected(app: FastifyInstance, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+async function injected(app: FastifyInstance, request: RequestLine, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
   const response = await app.inject({
-    method: 'POST',
-    url: '/plants',
+    method: request.method as 'POST',
+    url: request.url,
     headers,
     ...(payload === undefined ? {} : { payload }),
     ...(options.from === undefined ? {} : { remoteAddress: options.from }),
@@ -91,22 +100,22 @@ async function injected(app: FastifyInstance, payload: string | Buffer | undefin
 }
 
 /** Over a real connection to `base`. */
-async function overHttp(base: string, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
-  const url = new URL(`${base.replace(/\/$/, '')}/plants`)
+async function overHttp(base: string, request: RequestLine, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+  const url = new URL(`${base.replace(/\/$/, '')}${request.url}`)
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   const sized = payload === undefined || Object.keys(headers).some((name) => name.toLowerCase() === 'content-length') ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
   return new Promise((resolve, reject) => {
-    const sent = send(url, { method: 'POST', headers: sized, agent: options.agent, ca: options.ca, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
+    const sent = send(url, { method: request.method, headers: sized, agent: options.agent, ca: options.ca, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
       const chunks: Buffer[] = []
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
       incoming.on('error', reject)
       incoming.on('end', () => resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))))
       // A response cut off before its end is no answer.
       incoming.on('close', () => {
-        if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
+        if (!incoming.complete) reject(new Error(`${request.method} ${url}: the response was cut off`))
       })
     })
-    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
+    sent.on('timeout', () => sent.destroy(new Error(`${request.method} ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
     sent.on('error', reject)
     sent.end(payload)
   })

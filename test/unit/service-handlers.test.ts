@@ -2,7 +2,8 @@
  * Type-level test of service/operations/handlers.ts: a service class is checked against the
  * types generated from its contract. The fixture contract (openapi.yaml plus
  * `getPlant`, GET /plants/{id}) is generated with openapi-typescript into a
- * temporary directory, then `tsc --noEmit` compiles a fixture service against it:
+ * temporary directory, then one `tsc --noEmit` compiles fixture services against it,
+ * each in a file of its own, with a method for every other operation of the contract:
  * without `getPlant` it fails naming the operation; with it, it passes.
  *
  * @module
@@ -19,66 +20,60 @@ import { CommandError, run } from '../helpers/command.js'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const handlers = fileURLToPath(new URL('../../service/operations/handlers.js', import.meta.url))
-/** How long one compile may take on a busy machine (tap's limit for the file is the outer bound). */
+/** How long the compile may take on a busy machine (tap's limit for the file is the outer bound). */
 const TSC_TIMEOUT_MS = 240_000
 
-/** A fixture service over the fixture's `operations`; `getPlant` is the extra method, if any. */
-function fixtureService(getPlant: string): string {
+const contract = fixtureContract()
+/** The fixture contract's operationIds other than getPlant: each fixture service has them all. */
+const others = Object.values(contract.paths)
+  .flatMap((item = {}) => Object.values(item).map((operation) => (operation as { operationId?: string }).operationId))
+  .filter((operationId): operationId is string => operationId !== undefined && operationId !== 'getPlant')
+
+/** A method of `operationId` whose body is `body`. */
+const method = (operationId: string, body: string) => `  async ${operationId}(request: OperationRequest<operations['${operationId}']>): Promise<SuccessBody<operations['${operationId}']>> {
+${body}
+  }`
+
+/** A fixture service over the fixture's `operations`: every other operation, and `getPlant` when given. */
+function fixtureService(getPlant: string | undefined): string {
+  const methods = [...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')), ...(getPlant === undefined ? [] : [getPlant])]
   return `import type { operations } from './openapi.js'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from ${JSON.stringify(handlers)}
 
 export class FixtureService implements ServiceHandlers<operations> {
-  async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
-    const id: bigint = request.body.id
-    return { name: request.body.name + id }
-  }
-${getPlant}
+${methods.join('\n')}
 }
 `
 }
 
-/** Runs `tsc --noEmit` on `service.ts` in a directory of its own beside the generated types. */
-async function compile(dir: string, generated: string, service: string): Promise<{ code: number; output: string }> {
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
-  writeFileSync(join(dir, 'openapi.ts'), generated)
-  writeFileSync(join(dir, 'service.ts'), service)
-  writeFileSync(
-    join(dir, 'tsconfig.json'),
-    JSON.stringify({
-      compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] },
-      files: ['service.ts'],
-    }),
-  )
-  try {
-    const { stdout } = await run(process.execPath, [tsc, '-p', dir, '--pretty', 'false'], { timeoutMs: TSC_TIMEOUT_MS })
-    return { code: 0, output: stdout }
-  } catch (error) {
-    if (!(error instanceof CommandError) || error.exitCode === null) throw error
-    return { code: error.exitCode, output: error.stdout }
-  }
-}
+/** A getPlant that reads its int64 path parameter as `idType`. */
+const getPlant = (idType: string) => method('getPlant', `    const id: ${idType} = request.params.id\n    return { name: String(id) }`)
 
 t.test('a service class must have a method, typed by the document, for each operation', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'service-handlers-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  const generated = await generateTypes(fixtureContract() as Parameters<typeof generateTypes>[0])
+  const generated = await generateTypes(contract as Parameters<typeof generateTypes>[0])
   t.match(generated, /getPlant: \{/, 'the fixture contract has getPlant')
-  const getPlant = (idType: string) => `  async getPlant(request: OperationRequest<operations['getPlant']>): Promise<SuccessBody<operations['getPlant']>> {
-    const id: ${idType} = request.params.id
-    return { name: String(id) }
-  }`
-  const [without, withMethod, mistyped, rounded] = await Promise.all([
-    compile(mkdtempSync(join(dir, 'without-')), generated, fixtureService('')),
-    compile(mkdtempSync(join(dir, 'with-')), generated, fixtureService(getPlant('bigint'))),
-    compile(mkdtempSync(join(dir, 'mistyped-')), generated, fixtureService(getPlant('boolean'))),
-    compile(mkdtempSync(join(dir, 'rounded-')), generated, fixtureService(getPlant('number'))),
-  ])
-  t.not(without.code, 0, 'tsc fails without getPlant')
-  t.match(without.output, /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/)
-  t.match(without.output, /Property 'getPlant' is missing in type 'FixtureService'/)
-  t.equal(withMethod.code, 0, withMethod.output)
-  t.not(mistyped.code, 0, 'a parameter read as another type than the document says fails')
-  t.match(mistyped.output, /service\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'boolean'/)
-  t.not(rounded.code, 0, 'an int64 read as a number, which would round it, fails')
-  t.match(rounded.output, /service\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'number'/)
+  const services = { without: fixtureService(undefined), with: fixtureService(getPlant('bigint')), mistyped: fixtureService(getPlant('boolean')), rounded: fixtureService(getPlant('number')) }
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
+  writeFileSync(join(dir, 'openapi.ts'), generated)
+  for (const [name, source] of Object.entries(services)) writeFileSync(join(dir, `${name}.ts`), source)
+  const compilerOptions = { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }
+  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: Object.keys(services).map((name) => `${name}.ts`) }))
+
+  let output = ''
+  try {
+    await run(process.execPath, [tsc, '-p', '.', '--pretty', 'false'], { cwd: dir, timeoutMs: TSC_TIMEOUT_MS })
+  } catch (error) {
+    if (!(error instanceof CommandError) || error.exitCode === null) throw error
+    output = error.stdout
+  }
+  /** The compiler's errors in `file`, each with its indented lines of detail. */
+  const errors = (file: string) => output.split(/\n(?=\S)/).filter((error) => error.startsWith(`${file}(`)).join('\n')
+  t.match(errors('without.ts'), /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/, 'tsc fails without getPlant')
+  t.match(errors('without.ts'), /Property 'getPlant' is missing in type 'FixtureService'/)
+  t.equal(errors('with.ts'), '', 'with getPlant it compiles')
+  t.match(errors('mistyped.ts'), /mistyped\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'boolean'/, 'a parameter read as another type than the document says fails')
+  t.match(errors('rounded.ts'), /rounded\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'number'/, 'an int64 read as a number, which would round it, fails')
+  t.notMatch(output, /openapi\.ts\(/, 'the generated types compile')
 })
