@@ -100,14 +100,7 @@ type Direction = 'request' | 'response'
  * within `newer`; for a response, `newer` within `older`. Recurses into properties and
  * array items.
  */
-function compareSchemas(
-  docs: { older: Obj; newer: Obj },
-  olderNode: Json | undefined,
-  newerNode: Json | undefined,
-  direction: Direction,
-  where: string,
-  seen = new Set<string>(),
-): string[] {
+function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | undefined, newerNode: Json | undefined, direction: Direction, where: string, seen = new Set<string>()): string[] {
   // A recursive schema recurses through a $ref: each pair of $refs is compared once.
   const key = `${direction} ${String(obj(olderNode).$ref)} ${String(obj(newerNode).$ref)}`
   if (key !== `${direction} undefined undefined` && seen.has(key)) return []

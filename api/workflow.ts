@@ -56,8 +56,19 @@ try {
   const redocly = createRequire(import.meta.url).resolve('@redocly/cli/bin/cli.js')
   const respect = spawn(
     process.execPath,
-    [redocly, 'respect', resolve(process.argv[2] ?? join(root, 'api/plant-store.arazzo.yaml')), '--server', `plantStore=${url}`,
-      '--input', `token=${token}`, '--input', `plantId=${plantId}`, '--max-fetch-timeout', '30000'],
+    [
+      redocly,
+      'respect',
+      resolve(process.argv[2] ?? join(root, 'api/plant-store.arazzo.yaml')),
+      '--server',
+      `plantStore=${url}`,
+      '--input',
+      `token=${token}`,
+      '--input',
+      `plantId=${plantId}`,
+      '--max-fetch-timeout',
+      '30000',
+    ],
     { cwd: root, stdio: 'inherit', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
   )
   const [code] = (await once(respect, 'close')) as [number | null]

@@ -43,12 +43,26 @@ export type CreatePlantResult = {
 
 /** The declared statuses at run time; the compiler holds the list to the generated type (none missing, none extra). */
 const DECLARED: { readonly [Status in CreatePlantStatus]: true } = {
-  200: true, 400: true, 401: true, 408: true, 409: true, 413: true, 414: true, 415: true,
-  429: true, 431: true, 500: true, 501: true, 502: true, 503: true, 504: true, 505: true,
+  200: true,
+  400: true,
+  401: true,
+  408: true,
+  409: true,
+  413: true,
+  414: true,
+  415: true,
+  429: true,
+  431: true,
+  500: true,
+  501: true,
+  502: true,
+  503: true,
+  504: true,
+  505: true,
 }
 
 /** The operation's path, relative to the base URL; the compiler holds it to the contract's `paths`. */
-const PATH = 'plants' satisfies (keyof paths extends `/${infer Path}` ? Path : never)
+const PATH = 'plants' satisfies keyof paths extends `/${infer Path}` ? Path : never
 
 /** The exchange failed before a complete answer arrived; `cause` is what `fetch` (or reading the body) threw. */
 export class PlantStoreNetworkError extends Error {

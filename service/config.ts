@@ -140,8 +140,7 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
   }
   if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
     throw new ConfigError(
-      'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is ' +
-        "limited and logged by; name the gateway's addresses instead",
+      'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is ' + "limited and logged by; name the gateway's addresses instead",
     )
   }
   return value === 'true' || value === 'false' ? value === 'true' : list

@@ -103,8 +103,7 @@ export const settingsSchema = {
       minimum: 0,
       maximum: 1000000,
       default: 0,
-      description:
-        'Most open client connections; more are closed at once. `0`: 10,000 (about 14 KB each when idle), or the open-file limit less 128 (kept for the store, logs and the pool) if lower.',
+      description: 'Most open client connections; more are closed at once. `0`: 10,000 (about 14 KB each when idle), or the open-file limit less 128 (kept for the store, logs and the pool) if lower.',
     },
     KEEP_ALIVE_TIMEOUT_MS: { type: 'integer', minimum: 1, maximum: 3600000, default: 72000, description: "Idle keep-alive lifetime; keep it above the gateway's." },
     REQUEST_TIMEOUT_MS: { type: 'integer', minimum: 0, maximum: 3600000, default: 30000, description: 'Most time to receive a whole request; `0` off.' },

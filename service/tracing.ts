@@ -76,7 +76,10 @@ function batchTracer(tracer: Tracer, dialect: Store['dialect']): BatchTracer {
     capture: () => context.active(),
     run: (contexts, write) => {
       const [first, ...others] = contexts as Context[]
-      const links = others.map((other) => trace.getSpanContext(other)).filter((link) => link !== undefined).map((link) => ({ context: link }))
+      const links = others
+        .map((other) => trace.getSpanContext(other))
+        .filter((link) => link !== undefined)
+        .map((link) => ({ context: link }))
       const attributes = { 'db.system.name': DB_SYSTEM[dialect], 'db.operation.batch.size': contexts.length }
       return tracer.startActiveSpan('store transaction', { kind: SpanKind.CLIENT, attributes, links }, first!, async (span) => {
         try {

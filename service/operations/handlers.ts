@@ -30,9 +30,6 @@ export type OperationRequest<Operation> = FastifyRequest<OperationRoute<Operatio
 export type OperationReply<Operation> = FastifyReply<OperationRoute<Operation>>
 
 /** Other statuses than 2xx are thrown (`HttpError`). */
-export type OperationHandler<Operation> = (
-  request: OperationRequest<Operation>,
-  reply: OperationReply<Operation>,
-) => Promise<SuccessBody<Operation> | OperationReply<Operation>>
+export type OperationHandler<Operation> = (request: OperationRequest<Operation>, reply: OperationReply<Operation>) => Promise<SuccessBody<Operation> | OperationReply<Operation>>
 
 export type ServiceHandlers<Operations> = { [OperationId in keyof Operations]: OperationHandler<Operations[OperationId]> }

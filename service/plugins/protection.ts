@@ -27,14 +27,7 @@ const API_SECURITY_HEADERS = {
 
 export type ProtectionConfig = Pick<
   Config,
-  | 'rateLimitMax'
-  | 'rateLimitWindowMs'
-  | 'rateLimitRedisUrl'
-  | 'authFailureLimitMax'
-  | 'authFailureLimitWindowMs'
-  | 'loadShedMaxEventLoopDelayMs'
-  | 'loadShedMaxHeapBytes'
-  | 'corsOrigins'
+  'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitRedisUrl' | 'authFailureLimitMax' | 'authFailureLimitWindowMs' | 'loadShedMaxEventLoopDelayMs' | 'loadShedMaxHeapBytes' | 'corsOrigins'
 >
 
 /** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis when configured. */
@@ -109,10 +102,7 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     app.decorate('limits', { limitToken: undefined, countFailedAuthentication: undefined })
     return
   }
-  const redis =
-    config.rateLimitRedisUrl === undefined
-      ? undefined
-      : new (await import('ioredis')).Redis(config.rateLimitRedisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000 })
+  const redis = config.rateLimitRedisUrl === undefined ? undefined : new (await import('ioredis')).Redis(config.rateLimitRedisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000 })
   if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {
     global: false,
@@ -125,9 +115,7 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
   app.decorate('limits', {
     limitToken: config.rateLimitMax === 0 ? undefined : named('limitToken', app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey })),
     countFailedAuthentication:
-      config.authFailureLimitMax === 0
-        ? undefined
-        : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
+      config.authFailureLimitMax === 0 ? undefined : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
   })
 }
 

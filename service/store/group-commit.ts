@@ -67,7 +67,10 @@ export class GroupCommit {
       const tracer = this.options.tracer
       const outcomes = await (tracer === undefined
         ? this.writer.saveAll(plants)
-        : tracer.run(batch.map((pending) => pending.context), () => this.writer.saveAll(plants)))
+        : tracer.run(
+            batch.map((pending) => pending.context),
+            () => this.writer.saveAll(plants),
+          ))
       observe(false)
       batch.forEach((pending, index) => pending.resolve(outcomes[index]!))
     } catch (error) {

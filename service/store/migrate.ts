@@ -17,12 +17,9 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   if (result.error !== undefined) {
     const message = (result.error as Error).message
     const missing = /previously executed migration (\S+) is missing/.exec(message)
-    throw new MigrationError(
-      missing
-        ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start`
-        : `Migration failed: ${message}`,
-      { cause: result.error },
-    )
+    throw new MigrationError(missing ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start` : `Migration failed: ${message}`, {
+      cause: result.error,
+    })
   }
   return result.results!.map((migration) => migration.migrationName)
 }

@@ -8,9 +8,7 @@ export interface PlantRecord {
 }
 
 /** `replayed`: same id and content stored; `conflict`: same id, other content (`stored`). */
-export type SaveOutcome =
-  | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
-  | { readonly status: 'conflict'; readonly stored: PlantRecord }
+export type SaveOutcome = { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord } | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
 /** Nothing was stored; a retry later may succeed. */
 export class StoreUnavailableError extends Error {

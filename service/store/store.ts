@@ -4,8 +4,7 @@ import type { Config } from '../config.js'
 import type { StoreSchema } from './schema.js'
 
 /** `databaseUrl` is a secret, never logged. */
-export interface StoreOptions
-  extends Pick<Config, 'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'> {
+export interface StoreOptions extends Pick<Config, 'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'> {
   readonly onConnectionError: (error: Error) => void
   /** Told once per failure, until a write succeeds. */
   readonly onWriteFailure?: ((error: Error) => void) | undefined
