@@ -1,15 +1,15 @@
 /**
- * `compose.yaml` run as written, with podman-compose (Debian's, 1.0.3): the
- * instructions at its top make the secrets (owner-only files, each owned by the
- * user that reads it in its container, in a directory only root enters; none
- * readable by any other user, on the host or in the containers), `up -d` starts
+ * `compose.yaml` run as written, with podman-compose (Debian's, 1.0.3): with the
+ * secrets it reads (owner-only files, each owned by the user that reads it in its
+ * container, in a directory only its owner enters; none readable by any other user
+ * in the containers), `up -d` starts
  * PostgreSQL and the replicas, and once every container is healthy each replica
  * stores a plant that the other replays (one database): each read its secrets.
  * `down -v` removes it all.
  *
  * Nothing in compose.yaml is changed for the test. It runs from a directory of the
- * test's own holding a verbatim copy of compose.yaml and the `secrets/` its
- * instructions make (so no secret is ever written into the repository), under a
+ * test's own holding a verbatim copy of compose.yaml and the `secrets/` the test
+ * makes (so no secret is ever written into the repository), under a
  * project name of its own. The image is the one under test
  * (`test/helpers/podman.ts`), tagged with the name compose.yaml gives the image it
  * builds, so podman-compose finds it and does not build it again; the tag it
@@ -25,11 +25,11 @@
  * @module
  */
 import { randomBytes } from 'node:crypto'
-import { copyFileSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { chownSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { parse } from 'yaml'
 import { run } from '../helpers/command.js'
 import { postPlant } from '../helpers/post-plant.js'
@@ -45,6 +45,7 @@ const HEALTHY_TIMEOUT_MS = 120_000
 interface ComposeService {
   build?: unknown
   image?: string
+  environment?: Record<string, string>
   ports?: string[]
   healthcheck?: unknown
   /** Docker's byte notation, e.g. `512m`. */
@@ -54,27 +55,34 @@ interface ComposeService {
 /** Bytes of a Compose byte value (`512m`, `1g`). */
 const bytes = (value: string): number => Number(/^\d+/.exec(value)![0]) * 1024 ** ' kmg'.indexOf(value.at(-1)!.toLowerCase())
 const composeText = readFileSync(COMPOSE_FILE, 'utf8')
-const services = (parse(composeText, { merge: true }) as { services: Record<string, ComposeService> }).services
+const { services, secrets } = parse(composeText, { merge: true }) as { services: Record<string, ComposeService>; secrets: Record<string, { file: string }> }
 /** The services built from the Dockerfile: the replicas of the service. */
 const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 const builtImage = services[replicaServices[0]!]!.image!
 
+/** The uid that reads each secret in its container: the image's node user, or PostgreSQL's postgres user. */
+const SECRET_OWNERS: Record<string, number> = { plant_store_tokens: 1000, database_url: 1000, postgres_password: 999 }
+
 /**
- * The shell commands of compose.yaml's instructions that make the secrets: the
- * comment lines of its header indented as commands, up to the first that starts it.
+ * Writes the secrets compose.yaml reads (its top-level `secrets`) under `dir`: a token,
+ * and a random password with the URL of compose.yaml's PostgreSQL user and database;
+ * each file readable by its owner only, owned by the uid that reads it, in a directory
+ * only its owner enters. @returns the token.
  */
-function secretCommands(): string {
-  const commands: string[] = []
-  for (const line of composeText.split('\n')) {
-    const command = /^# {3}(\S.*)$/.exec(line)?.[1]
-    if (command === undefined) {
-      if (commands.length > 0) break
-      continue
-    }
-    if (/\bcompose\b/.test(command)) break
-    commands.push(command)
+function makeSecrets(t: Test, dir: string): string {
+  const password = randomBytes(24).toString('hex')
+  const token = randomBytes(32).toString('base64url')
+  const postgres = Object.entries(services).find(([, service]) => service.environment?.POSTGRES_PASSWORD_FILE !== undefined)!
+  const { POSTGRES_USER: user, POSTGRES_DB: database } = postgres[1].environment!
+  const values: Record<string, string> = { plant_store_tokens: token, database_url: `postgres://${user}:${password}@${postgres[0]}:5432/${database}`, postgres_password: password }
+  t.strictSame(Object.keys(secrets).sort(), Object.keys(values).sort(), 'the secrets compose.yaml reads')
+  for (const [name, { file }] of Object.entries(secrets)) {
+    const path = join(dir, file)
+    mkdirSync(dirname(path), { recursive: true, mode: 0o700 })
+    writeFileSync(path, values[name]!, { mode: 0o400 })
+    chownSync(path, SECRET_OWNERS[name]!, SECRET_OWNERS[name]!)
   }
-  return commands.join('\n')
+  return token
 }
 
 /** How long a command of the test may take (`podman-compose up` included). */
@@ -119,23 +127,10 @@ t.teardown(async () => {
   await (previousImage === undefined ? podman(['untag', builtImage, builtImage]) : podman(['tag', previousImage, builtImage])).catch(() => {})
 })
 
-t.test(`compose.yaml with podman-compose: the instructions' secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`, async (t) => {
+t.test(`compose.yaml with podman-compose: its secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`, async (t) => {
   t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
   await podman(['tag', await imageUnderTest(), builtImage])
-  t.ok(secretCommands().includes('secrets/'), 'the instructions make the secrets')
-  await run('bash', ['-euo', 'pipefail', '-c', secretCommands()], { cwd: dir, timeoutMs: COMMAND_TIMEOUT_MS })
-  const secretsDir = join(dir, 'secrets')
-  const token = readFileSync(join(secretsDir, 'plant_store_tokens'), 'utf8')
-  const mode = (path: string) => statSync(path).mode & 0o777
-  t.equal(mode(secretsDir) & 0o077, 0, `secrets/ is entered by its owner only (${mode(secretsDir).toString(8)})`)
-  const secretFiles = readdirSync(secretsDir).sort()
-  t.same(secretFiles, ['database_url', 'plant_store_tokens', 'postgres_password'], 'the three secrets')
-  for (const file of secretFiles) {
-    const { uid } = statSync(join(secretsDir, file))
-    t.equal(mode(join(secretsDir, file)) & 0o077, 0, `secrets/${file}: owner only, not readable by group or others (${mode(join(secretsDir, file)).toString(8)}, uid ${uid})`)
-  }
-  t.equal(statSync(join(secretsDir, 'plant_store_tokens')).uid, 1000, 'the tokens belong to uid 1000, the image\'s node user')
-  t.equal(statSync(join(secretsDir, 'database_url')).uid, 1000, 'the database URL belongs to uid 1000')
+  const token = makeSecrets(t, dir)
 
   const started = Date.now()
   // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.

@@ -14,7 +14,7 @@
  * @module
  */
 import { once } from 'node:events'
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http'
 import { createServer, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
@@ -23,12 +23,11 @@ import type { TLSSocket } from 'node:tls'
 import t from 'tap'
 import { answeredBy, authorized, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
 import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
-import { testConfig, TOKEN } from '../helpers/app.js'
+import { TOKEN } from '../helpers/app.js'
 import { run } from '../helpers/command.js'
 import { allowedMethods, contractViolations } from '../helpers/contract.js'
 import { exchange, headerLines, open, requestHead } from '../helpers/raw-http.js'
 
-const { bodyLimit, keepAliveTimeoutMs, headersTimeoutMs } = testConfig()
 /** Another loopback address for the client, so that its address and the gateway's differ. */
 const CLIENT_ADDRESS = '127.0.0.2'
 const AUTHORIZED = authorized(TOKEN)
@@ -143,20 +142,6 @@ t.test('what the gateway sends a replica: the client address set (not appended),
   t.equal(headers['x-request-id'], response.headers['x-request-id'], "the gateway's request id, returned to the client")
   t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
   t.equal((await gateway.accessEntry(response.headers['x-request-id']!)).client, CLIENT_ADDRESS, "the client's address in the gateway's access log")
-})
-
-t.test("the gateway's limits line up with the service's defaults", async (t) => {
-  const conf = readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8')
-  /** A size or time directive's value in bytes or milliseconds (`64k`, `10s`). */
-  const value = (pattern: RegExp): number => {
-    const [, number, unit] = /(\d+)([kms]?)\s*;/.exec(pattern.exec(conf)![1]!)!
-    return Number(number) * ({ k: 1024, m: 1024 * 1024, s: 1000, '': 1 } as Record<string, number>)[unit!]!
-  }
-  t.equal(value(/\n\s*client_max_body_size\s+([^;]+;)/), bodyLimit, 'client_max_body_size is BODY_LIMIT')
-  t.ok(value(/\n\s*client_body_buffer_size\s+([^;]+;)/) >= bodyLimit, 'a body up to BODY_LIMIT stays in memory')
-  t.ok(value(/\n\s*client_header_timeout\s+([^;]+;)/) <= headersTimeoutMs, 'the gateway gives up on headers no later than the service')
-  const idle = value(/upstream plant_store \{[^}]*?\n\s*keepalive_timeout\s+([^;]+;)/)
-  t.ok(idle < keepAliveTimeoutMs, `the gateway drops idle upstream connections (${idle} ms) before the service (${keepAliveTimeoutMs} ms)`)
 })
 
 t.test('the example configuration, every file as shipped, passes nginx -t (with a certificate where listen.conf names it)', async (t) => {

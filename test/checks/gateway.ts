@@ -1,0 +1,39 @@
+/**
+ * `npm run check:gateway`: the example gateway's limits (deploy/nginx/nginx.conf) line
+ * up with the service's defaults (service/settings.ts): it refuses bodies over
+ * BODY_LIMIT and keeps the ones it accepts in memory, gives up on headers no later
+ * than the service, and drops idle upstream connections before the service does (so
+ * it never sends a request on a connection the service is closing). Prints each
+ * disagreement; exits 1 when there is one.
+ *
+ * @module
+ */
+import { readFileSync } from 'node:fs'
+import { settingsSchema } from '../../service/settings.ts'
+
+const conf = readFileSync(new URL('../../deploy/nginx/nginx.conf', import.meta.url), 'utf8')
+const { BODY_LIMIT, HEADERS_TIMEOUT_MS, KEEP_ALIVE_TIMEOUT_MS } = settingsSchema.properties
+const bodyLimit = Number(BODY_LIMIT.default)
+const headersTimeoutMs = Number(HEADERS_TIMEOUT_MS.default)
+const keepAliveTimeoutMs = Number(KEEP_ALIVE_TIMEOUT_MS.default)
+
+/** The value of the first directive `pattern` finds, in bytes or milliseconds (`64k`, `10s`). */
+function value(pattern: RegExp): number {
+  const [, number, unit] = /(\d+)([kms]?)\s*;/.exec(pattern.exec(conf)?.[1] ?? '') ?? []
+  if (number === undefined) throw new Error(`deploy/nginx/nginx.conf has no ${pattern}`)
+  return Number(number) * { k: 1024, m: 1024 * 1024, s: 1000, '': 1 }[unit as 'k' | 'm' | 's' | '']
+}
+
+const maxBody = value(/\n\s*client_max_body_size\s+([^;]+;)/)
+const bodyBuffer = value(/\n\s*client_body_buffer_size\s+([^;]+;)/)
+const headerTimeout = value(/\n\s*client_header_timeout\s+([^;]+;)/)
+const idle = value(/upstream plant_store \{[^}]*?\n\s*keepalive_timeout\s+([^;]+;)/)
+const problems = [
+  maxBody === bodyLimit ? '' : `client_max_body_size is ${maxBody} bytes, BODY_LIMIT ${bodyLimit}`,
+  bodyBuffer >= bodyLimit ? '' : `client_body_buffer_size (${bodyBuffer} bytes) is less than BODY_LIMIT (${bodyLimit}): bodies go to disk`,
+  headerTimeout <= headersTimeoutMs ? '' : `client_header_timeout (${headerTimeout} ms) is longer than HEADERS_TIMEOUT_MS (${headersTimeoutMs} ms)`,
+  idle < keepAliveTimeoutMs ? '' : `the upstream keepalive_timeout (${idle} ms) is not shorter than KEEP_ALIVE_TIMEOUT_MS (${keepAliveTimeoutMs} ms)`,
+].filter(Boolean)
+for (const problem of problems) console.error(`deploy/nginx/nginx.conf: ${problem}`)
+console.log(problems.length === 0 ? "the example gateway's limits line up with the service's defaults" : `${problems.length} limits of the gateway out of line`)
+process.exitCode = problems.length === 0 ? 0 : 1
