@@ -420,6 +420,8 @@ const ROUND_FIGURES: readonly { readonly heading: string; readonly of: (result: 
   { heading: 'peak RSS MB', of: (result) => result.peakRssMb, format: (value) => number(value, 1) },
   { heading: 'ready ms', of: (result) => result.readyMs, format: (value) => number(value) },
   { heading: 'req/s', of: (result) => result.load?.requestsPerSecond, format: (value) => number(value) },
+  // Group commit's batches during the measured run, from the service's own `/metrics` (not the ablation's: it writes nothing).
+  { heading: 'plants per store transaction', of: (result) => (result.key === 'unstored' ? undefined : result.store?.meanBatch), format: (value) => number(value, 1) },
 ]
 
 /** The Rounds table: median and range of each target's figures over the rounds that measured it. */
@@ -447,7 +449,7 @@ function roundsSection(rounds: Rounds): string[] {
 }
 
 /** Targets whose wrk saturated its core in some rounds (their req/s there is a lower bound), and servers that exited unasked. */
-function saturatedNotes(rounds: Rounds): string[] {
+function runNotes(rounds: Rounds): string[] {
   const exits = TARGET_KEYS.flatMap((key) => {
     const exited = ofTarget(rounds, key).flatMap((result, index) => (result?.exited === undefined ? [] : [{ round: index + 1, how: result.exited, title: result.title }]))
     return exited.length === 0
@@ -460,24 +462,6 @@ function saturatedNotes(rounds: Rounds): string[] {
       ? []
       : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
   }))
-}
-
-/** Group-commit activity of the service targets in their median round, read from their `/metrics`. */
-function storeSection(shown: readonly TargetResult[], durationS: number): string[] {
-  const rows = shown.flatMap((result) =>
-    result.store === undefined || result.key === 'unstored'
-      ? []
-      : [`| ${result.title} | ${number(result.store.transactions)} | ${number(result.store.transactions / durationS)} | ${number(result.store.meanBatch, 1)} | ${ms(result.store.meanTransactionMs)} |`],
-  )
-  if (rows.length === 0) return []
-  return [
-    "Store transactions of the service during the measured run of the round shown above (group commit; from its own `/metrics`):",
-    '',
-    '| target | transactions | per second | plants per transaction | ms per transaction |',
-    '|---|---:|---:|---:|---:|',
-    ...rows,
-    '',
-  ]
 }
 
 /** Titles of the targets in `keys` that some round measured, with their keys. */
@@ -549,7 +533,6 @@ function abSection(rounds: Rounds, baseline: RunSettings['baseline']): string[] 
  * @param rounds - every round's results; at least one round.
  */
 export function renderResults(date: Date, settings: RunSettings, rounds: Rounds): string {
-  const shown = TARGET_KEYS.flatMap((key) => medianRound(ofTarget(rounds, key))?.result ?? [])
   return [
     '# Benchmarks',
     '',
@@ -567,10 +550,8 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '',
     `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${settings.connections} connections, one thread, no pipelining, ` +
       `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target and round. Every request carries a new id (this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
-    `- Rounds: ${rounds.length}, interleaved: each round runs every selected target once, in the order of the tables below${settings.baseline === undefined ? '' : ' (the working tree\'s service and the baseline swap places every other round)'}; before them, one unmeasured start of each target (Node's compile cache and the page cache warm for all alike); \`sync\` before each target, so none pays for an earlier one's dirty pages.`,
-    `- Pinning: ${settings.pinning}.`,
-    '- Server CPU per request: `utime + stime` of the server process (all its threads, `/proc/<pid>/stat`) over the measured run ÷ the responses wrk counted; user + system in brackets; it includes the loopback TCP work of delivering its responses; PostgreSQL\'s own processes are not counted.',
-    `- Instructions per request: ${settings.instructions}.${settings.profiled ? ' CPU profiler **on** (`node --cpu-prof` of the service, or `perf record` of every target): their figures are lower than in a plain run.' : ''}`,
+    `- Rounds: ${rounds.length}, interleaved: each round runs every selected target once, in the order of the tables below${settings.baseline === undefined ? '' : ' (the working tree\'s service and the baseline swap places every other round)'}; before them, one unmeasured start of each target (Node's compile cache and the page cache warm for all alike); \`sync\` before each target, so none pays for an earlier one's dirty pages. Pinning: ${settings.pinning}.`,
+    `- Server CPU per request: \`utime + stime\` of the server process (all its threads, \`/proc/<pid>/stat\`) over the measured run ÷ the responses wrk counted; user + system in brackets; it includes the loopback TCP work of delivering its responses; PostgreSQL's own processes are not counted. Instructions per request: ${settings.instructions}.${settings.profiled ? ' CPU profiler **on** (`node --cpu-prof` of the service, or `perf record` of every target): their figures are lower than in a plain run.' : ''}`,
     `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`, to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows deleted afterwards, by id range).`,
     ...(settings.baseline === undefined ? [] : [`- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`]),
     '- Ready: a second start on the data the run left, spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` once ready, and the peak (`VmHWM`) after the run. Not stored: 2xx answers minus the rows stored with the measured run\'s ids.',
@@ -578,8 +559,7 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '## Results',
     '',
     ...resultsSection(rounds),
-    ...saturatedNotes(rounds),
-    ...storeSection(shown, settings.durationS),
+    ...runNotes(rounds),
     ...roundsSection(rounds),
     ...abSection(rounds, settings.baseline),
     ...floorSection(rounds),
