@@ -15,11 +15,13 @@ const INVALID_TOKEN_CHALLENGE = 'Bearer realm="plant-store", error="invalid_toke
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
 const PLANT = '{"id":1,"name":"Fern"}'
 
+// One app for the file (but for the test of another token list): every create is PLANT, a replay after the first.
+const app = await build(t, { bodyLimit: 1024 })
+
 /** JSON headers with `authorization` as given (none when `undefined`). */
 const sentWith = (authorization: string | undefined, headers: RequestHeaders = {}): RequestHeaders => ({ ...JSON_HEADERS, ...headers, authorization })
 
 t.test('a request without Authorization is 401 with the bearer challenge and no error code (RFC 6750 §3.1)', async (t) => {
-  const app = await build(t)
   const response = await postPlant(app, PLANT, { t, headers: sentWith(undefined) })
   t.equal(response.statusCode, 401)
   t.equal(response.headers['www-authenticate'], CHALLENGE)
@@ -27,7 +29,6 @@ t.test('a request without Authorization is 401 with the bearer challenge and no 
 })
 
 t.test('a wrong token is 401 with error="invalid_token" (RFC 6750 §3.1)', async (t) => {
-  const app = await build(t)
   for (const token of [WRONG_TOKEN, TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
     const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
     t.equal(response.statusCode, 401, token)
@@ -36,7 +37,6 @@ t.test('a wrong token is 401 with error="invalid_token" (RFC 6750 §3.1)', async
 })
 
 t.test('a 401 never echoes the token sent', async (t) => {
-  const app = await build(t)
   const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${WRONG_TOKEN}`) })
   t.equal(response.statusCode, 401)
   t.notMatch(response.body, WRONG_TOKEN)
@@ -45,15 +45,13 @@ t.test('a 401 never echoes the token sent', async (t) => {
 
 for (const authorization of ['Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Bearer']) {
   t.test(`a request without a bearer token (${authorization.split(' ')[0]}) is 401 with the bearer challenge`, async (t) => {
-    const app = await build(t)
-    const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })
+      const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })
     t.equal(response.statusCode, 401)
     t.equal(response.headers['www-authenticate'], CHALLENGE)
   })
 }
 
 t.test('the scheme name is case-insensitive (RFC 9110 §11.1): bearer and BEARER are accepted', async (t) => {
-  const app = await build(t)
   for (const scheme of ['bearer', 'BEARER', 'BeArEr']) {
     const response = await postPlant(app, PLANT, { t, headers: sentWith(`${scheme} ${TOKEN}`) })
     t.equal(response.statusCode, 200, scheme)
@@ -61,7 +59,6 @@ t.test('the scheme name is case-insensitive (RFC 9110 §11.1): bearer and BEARER
 })
 
 t.test('every configured token is accepted (rotation)', async (t) => {
-  const app = await build(t)
   for (const token of [TOKEN, OTHER_TOKEN]) {
     const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
     t.equal(response.statusCode, 200)
@@ -83,7 +80,6 @@ for (const [what, headers, payload] of [
   ['a body over the limit (not 413)', {}, `{"id":1,"name":"${'a'.repeat(5000)}"}`],
 ] as const) {
   t.test(`authentication comes before the body: an unauthenticated request with ${what} is 401`, async (t) => {
-    const app = await build(t, { bodyLimit: 1024 })
     for (const authorization of [undefined, `Bearer ${WRONG_TOKEN}`]) {
       const response = await postPlant(app, payload, { t, headers: sentWith(authorization, headers) })
       t.equal(response.statusCode, 401, authorization ?? 'no Authorization')

@@ -15,9 +15,10 @@ import { build } from '../helpers/app.js'
 
 /** openapi.yaml as written: every integer a bigint, so one past 2^53 keeps its digits. */
 const exactContract = parse(readFileSync(CONTRACT_URL, 'utf8'), { intAsBigInt: true }) as unknown
+/** One app for the file: the docs routes only read. */
+const app = await build(t)
 
 t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is kept', async (t) => {
-  const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}?x=1` })
   t.equal(response.statusCode, 302)
   t.equal(response.headers.location, 'docs/?x=1')
@@ -25,7 +26,6 @@ t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is k
 })
 
 t.test('GET /docs/ is the Swagger UI page (HTML)', async (t) => {
-  const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /^text\/html/)
@@ -33,7 +33,6 @@ t.test('GET /docs/ is the Swagger UI page (HTML)', async (t) => {
 })
 
 t.test('the Swagger UI page loads every asset from the service itself', async (t) => {
-  const app = await build(t)
   const page = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` })
   const assets = [...page.body.matchAll(/(?:src|href)="([^"]+)"/g)].map((match) => match[1]!)
   t.ok(assets.length > 0, 'the page references assets')
@@ -45,7 +44,6 @@ t.test('the Swagger UI page loads every asset from the service itself', async (t
 })
 
 t.test('GET /docs/json is openapi.yaml, every integer digit for digit', async (t) => {
-  const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/json` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /^application\/json/)
@@ -54,7 +52,6 @@ t.test('GET /docs/json is openapi.yaml, every integer digit for digit', async (t
 })
 
 t.test('GET /docs/yaml is openapi.yaml, every integer digit for digit', async (t) => {
-  const app = await build(t)
   const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/yaml` })
   t.equal(response.statusCode, 200)
   t.match(response.headers['content-type'], /yaml/)
@@ -63,7 +60,6 @@ t.test('GET /docs/yaml is openapi.yaml, every integer digit for digit', async (t
 })
 
 t.test('the docs need no token', async (t) => {
-  const app = await build(t)
   for (const url of [`${DOCS_PREFIX}/`, `${DOCS_PREFIX}/json`, `${DOCS_PREFIX}/yaml`]) {
     const response = await app.inject({ method: 'GET', url })
     t.equal(response.statusCode, 200, url)

@@ -1,7 +1,7 @@
 /**
  * A TCP proxy in front of PostgreSQL that can be partitioned: bytes stop both ways
- * and no socket is closed, as when a network link drops packets, until it heals.
- * (`cuttableProxy` of `process.ts` closes the connections instead.)
+ * and no socket is closed, as when a network link drops packets, until it heals; or
+ * cut: every connection is closed and new ones refused, as when the server goes away.
  *
  * @module
  */
@@ -25,6 +25,8 @@ export interface PartitionProxy {
    * their path never came back (a failover that moved the address).
    */
   healNew(): void
+  /** Closes every connection and refuses new ones until {@link heal}. */
+  cut(): void
 }
 
 /** Starts a {@link PartitionProxy} to `target` on a free loopback port; closed at teardown. */
@@ -34,6 +36,7 @@ export async function partitionProxy(t: TestContext, target: string): Promise<Pa
   /** Accepted during a partition, not yet connected upstream. */
   const held: Socket[] = []
   let partitioned = false
+  let refusing = false
   const track = (socket: Socket) => {
     sockets.add(socket)
     socket.on('error', () => socket.destroy())
@@ -53,6 +56,7 @@ export async function partitionProxy(t: TestContext, target: string): Promise<Pa
     }
   }
   const server = createServer((client) => {
+    if (refusing) return client.destroy()
     track(client)
     if (!partitioned) return link(client)
     client.pause()
@@ -74,11 +78,16 @@ export async function partitionProxy(t: TestContext, target: string): Promise<Pa
     },
     heal: () => {
       partitioned = false
+      refusing = false
       for (const client of held.splice(0)) link(client)
       for (const socket of sockets) socket.resume()
     },
     healNew: () => {
       partitioned = false
+    },
+    cut: () => {
+      refusing = true
+      for (const socket of [...sockets, ...held.splice(0)]) socket.destroy()
     },
   }
 }

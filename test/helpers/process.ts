@@ -1,13 +1,12 @@
 /**
  * Runs the real service process (`service/server.ts`, through the same TypeScript
- * loader and coverage hooks as the test itself) for tests over real sockets, and a
- * TCP proxy that can cut the service off from PostgreSQL.
+ * loader and coverage hooks as the test itself) for tests over real sockets. A proxy
+ * that cuts the service off from PostgreSQL is `partition-proxy.ts`.
  *
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer, type Server, type Socket, connect } from 'node:net'
 import { LIMITS_OFF, type TestContext } from './app.js'
 
 /** A running service process. */
@@ -164,52 +163,4 @@ export function collectOutput(child: ChildProcess): () => string {
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
   return () => output
-}
-
-/** A TCP proxy in front of PostgreSQL whose link can be cut and restored. */
-export interface CuttableProxy {
-  /** `postgres://` URL through the proxy (same database and options). */
-  readonly url: string
-  /** Drops every open connection and refuses new ones. */
-  cut(): void
-  /** Accepts and forwards connections again. */
-  restore(): void
-}
-
-/** Starts a {@link CuttableProxy} to `target` on a free loopback port; closed at teardown. */
-export async function cuttableProxy(t: TestContext, target: string): Promise<CuttableProxy> {
-  const upstream = new URL(target)
-  const sockets = new Set<Socket>()
-  let open = true
-  const server: Server = createServer((client) => {
-    if (!open) return client.destroy()
-    const backend = connect(Number(upstream.port || 5432), upstream.hostname)
-    for (const socket of [client, backend]) {
-      sockets.add(socket)
-      socket.on('error', () => socket.destroy())
-      socket.on('close', () => sockets.delete(socket))
-    }
-    client.pipe(backend).pipe(client)
-    client.on('close', () => backend.destroy())
-    backend.on('close', () => client.destroy())
-  })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    server.close()
-  })
-  const address = server.address() as { port: number }
-  const url = new URL(target)
-  url.host = `127.0.0.1:${address.port}`
-  return {
-    url: url.toString(),
-    cut: () => {
-      open = false
-      for (const socket of sockets) socket.destroy()
-    },
-    restore: () => {
-      open = true
-    },
-  }
 }

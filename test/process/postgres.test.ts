@@ -13,7 +13,8 @@ import { openStore } from '../../service/store/database.js'
 import { postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
 import { postPlant } from '../helpers/post-plant.js'
-import { cuttableProxy, runToExit, startService } from '../helpers/process.js'
+import { partitionProxy } from '../helpers/partition-proxy.js'
+import { runToExit, startService } from '../helpers/process.js'
 
 /** The status of a create sent to the service at `url`; 0 when it was not answered (connection refused or reset). */
 async function statusOf(url: string, body: object): Promise<number> {
@@ -45,7 +46,7 @@ t.test('two replicas on one database: the same id is stored once; identical cont
 
 t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const proxy = await cuttableProxy(t, url)
+  const proxy = await partitionProxy(t, url)
   // The tight connect timeout is for the outage; the schema is migrated without it.
   const app = await migratedApp(t, { databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 })
   const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
@@ -61,7 +62,7 @@ t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 2
   }
   const ready = await app.inject({ url: '/health/ready' })
   t.equal(ready.statusCode, 503, 'readiness reports the outage')
-  proxy.restore()
+  proxy.heal()
   const after = await Promise.all([1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((id) => createRetrying(app, { id, name: `plant ${id}` })))
   t.same(after.map((statuses) => statuses.at(-1)), Array(10).fill(200), 'recovered: retries of every plant succeed')
   t.ok(after.flat().every((status) => status === 200 || status === 503), `before that, only 503 with Retry-After: ${JSON.stringify(after)}`)

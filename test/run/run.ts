@@ -77,12 +77,14 @@ const LAYERS: Record<string, Layer> = {
   },
   // test/unit, test/app, test/process (package.json's tap.include) on the embedded store, with the coverage bar.
   embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]] },
-  // Again with every app on PostgreSQL: the tests whose apps store plants. The other
-  // unit and process tests never read TEST_DATABASE_URL (store.test.ts uses PostgreSQL
-  // in the layer above already), so a second run of them would prove nothing new.
+  // Again with every app on PostgreSQL (TEST_DATABASE_URL), the tests whose outcome depends on
+  // the store: creates, replays, conflicts, concurrency and exact ids; a failing store; the
+  // store's spans; the contract's examples of those; group commit. The other tests answer
+  // before the store, or use PostgreSQL in the layer above already (store.test.ts,
+  // test/process/postgres*.test.ts): a second run of them would prove nothing new.
   postgres: {
     needs: ['postgres'],
-    commands: [['tap', ...NO_COVERAGE, 'test/app/**/*.test.ts', 'test/process/{client-errors,postgres,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
+    commands: [['tap', ...NO_COVERAGE, 'test/app/{create,errors,contract-examples,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
     env: (services) => ({ TEST_DATABASE_URL: services.postgres! }),
   },
   // Prism, fast-check, the typed clients; the Arazzo workflow.
@@ -94,13 +96,16 @@ const LAYERS: Record<string, Layer> = {
     ],
   },
   bench: { needs: [], commands: [['tap', ...NO_COVERAGE, 'bench/*.test.ts']] },
-  // The built artifact (`npm run build`: what the image and `npm start` run) through the process tests,
-  // and test/artifact: what holds only without tap's TypeScript loader in the service process.
+  // The built artifact (`npm run build`: what the image and `npm start` run) through the process
+  // tests of what the build can break: start, signals and logs; tracing's modules, loaded only
+  // when configured; both stores and their migrations. Then test/artifact: what holds only
+  // without tap's TypeScript loader in the service process. Aborts, client errors and a
+  // partition are the same code's answers however it was built (the embedded layer).
   artifact: {
     needs: ['postgres'],
     commands: [
       ['npm', 'run', '--silent', 'build'],
-      ['tap', ...NO_COVERAGE, 'test/process/**/*.test.ts', 'test/artifact/**/*.test.ts'],
+      ['tap', ...NO_COVERAGE, 'test/process/{server,tracing,data-dir,postgres}.test.ts', 'test/artifact/**/*.test.ts'],
     ],
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },

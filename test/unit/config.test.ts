@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.js'
+import { referencePath, settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.js'
 import { ConfigError, loadConfig, openFileLimit } from '../../service/config.js'
 import { settingsSchema } from '../../service/settings.js'
 
@@ -314,6 +314,9 @@ t.test('scripts/config-reference.ts: --check fails on a stale table and changes 
   t.equal(run([path]).status, 0)
   t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
   t.equal(run(['--check', path]).status, 0, 'then --check passes')
+  const reference = readFileSync(referencePath, 'utf8')
+  const referenceFresh = withSettingsTable(reference, settingsTable()) === reference
+  t.equal(run(['--check']).status, referenceFresh ? 0 : 1, 'without a file it checks docs/configuration.md')
 })
 
 t.test('invalid variables are each named with what is wrong, as Ajv words it', async (t) => {
