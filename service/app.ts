@@ -1,7 +1,5 @@
 /** The application, built from openapi.yaml; server.ts listens. @module */
 import type { Server } from 'node:http'
-import responseValidation from '@fastify/response-validation'
-import formats from 'ajv-formats'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.js'
 import { loadContractReadings, operationMethods } from './contract.js'
@@ -45,8 +43,11 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   await app.register(store, config)
   await app.register(probes)
   await app.register(protection, { ...config, operationMethods: operationMethods(ops.contract) })
-  // Outside production a reply outside its schema fails loudly (500).
-  if (config.nodeEnv !== 'production') await app.register(responseValidation, { ajv: { plugins: [formats.default, AJV_OPTIONS.onCreate] } })
+  // Outside production a reply outside its schema fails loudly (500); loaded only then.
+  if (config.nodeEnv !== 'production') {
+    const [{ default: responseValidation }, { default: formats }] = await Promise.all([import('@fastify/response-validation'), import('ajv-formats')])
+    await app.register(responseValidation, { ajv: { plugins: [formats.default, AJV_OPTIONS.onCreate] } })
+  }
   await app.register(operations, { config, operations: ops })
   await app.register(docs, { document: ops.documented })
   try {
