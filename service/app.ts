@@ -50,12 +50,7 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   }
   await app.register(operations, { config, operations: ops })
   await app.register(docs, { document: ops.documented })
-  try {
-    await app.ready()
-  } catch (error) {
-    await app.close()
-    throw error
-  }
+  await app.ready()
   return app
 }
 

@@ -15,10 +15,10 @@ export const UTF8_ONLY = 'Unsupported Media Type: send the body as application/j
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /** @throws {HttpError} 415 when the `Content-Type` names a charset other than UTF-8, or cannot be parsed (RFC 9110 §8.3). */
-export function requireUtf8(contentType: string | undefined): void {
+export function requireUtf8(contentType: string): void {
   let charset: string | undefined
   try {
-    charset = parseMediaType(contentType ?? '').parameters.charset
+    charset = parseMediaType(contentType).parameters.charset
   } catch {
     throw new HttpError(415, UTF8_ONLY)
   }

@@ -46,7 +46,8 @@ async function http(app: FastifyInstance, config: Pick<Config, 'headersTimeoutMs
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
-      requireUtf8(request.headers['content-type'])
+      // A parser runs only for a request with a Content-Type.
+      requireUtf8(request.headers['content-type'] as string)
       done(null, parseJsonBody(body as Buffer))
     } catch (error) {
       done(error as Error)
