@@ -16,6 +16,8 @@ import pg from 'pg'
 import type { Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.js'
 import { loadConfig } from '../../service/config.js'
+import { openStore } from '../../service/store/database.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
 import { SQLITE_FILE } from '../../service/store/sqlite.js'
 import type { StoreOptions } from '../../service/store/store.js'
 
@@ -126,6 +128,19 @@ export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, 
   const app = await createApp(testConfig({ ...store, ...overrides }), logger)
   t.teardown(() => app.close())
   return app
+}
+
+/**
+ * Builds the application on the PostgreSQL of `overrides.databaseUrl`, migrated
+ * beforehand with the default timeouts, so that a test's own deadlines never apply to
+ * start-up: with `MIGRATE_ON_START` false it opens no connection before its first
+ * request. Closed when the test ends.
+ */
+export async function migratedApp(t: TestContext, overrides: Partial<AppConfig> & { databaseUrl: string }): Promise<FastifyInstance> {
+  const { dataDir } = await freshStore(t)
+  const store = openStore(storeOptions({ dataDir, databaseUrl: overrides.databaseUrl }))
+  await migrateToLatest(store).finally(() => store.close())
+  return build(t, { dataDir, ...overrides, migrateOnStart: false })
 }
 
 /**

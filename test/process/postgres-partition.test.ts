@@ -5,15 +5,12 @@
  * and nothing answered 200 is lost or stored twice. Runs against PostgreSQL whatever
  * store the rest of the suite uses.
  */
-import type { FastifyInstance } from 'fastify'
 import { sql } from 'kysely'
 import type pg from 'pg'
-import t, { type Test } from 'tap'
-import { type AppConfig, createApp } from '../../service/app.js'
+import t from 'tap'
 import { openStore } from '../../service/store/database.js'
-import { migrateToLatest } from '../../service/store/migrate.js'
 import { QUERY_TIMEOUT_MARGIN_MS } from '../../service/store/postgres.js'
-import { postgresSchema, storeOptions, testConfig } from '../helpers/app.js'
+import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helpers/app.js'
 import { partitionProxy } from '../helpers/partition-proxy.js'
 import { postPlant } from '../helpers/post-plant.js'
 
@@ -150,15 +147,6 @@ t.test('a connection whose statement got no answer leaves the pool; one that got
   const second = await backend()
   t.not(second, first, 'the next statement runs on a new connection')
 })
-
-/** Builds an app on a schema it has migrated (then `MIGRATE_ON_START` false); closed at teardown. */
-async function migratedApp(t: Test, overrides: Partial<AppConfig> & { databaseUrl: string }): Promise<FastifyInstance> {
-  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: overrides.databaseUrl }))
-  await migrateToLatest(store).finally(() => store.close())
-  const app = await createApp(testConfig({ dataDir: t.testdir(), ...overrides, migrateOnStart: false }))
-  t.teardown(() => app.close())
-  return app
-}
 
 /** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live, not from a snapshot). */
 async function blockedBy(client: pg.Client): Promise<boolean> {

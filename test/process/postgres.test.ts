@@ -6,11 +6,11 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import type pg from 'pg'
-import t, { type Test } from 'tap'
-import { type AppConfig, createApp } from '../../service/app.js'
-import { migrateToLatest } from '../../service/store/migrate.js'
+import t from 'tap'
+import { createApp } from '../../service/app.js'
 import { openStore } from '../../service/store/database.js'
-import { postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
+import { migrateToLatest } from '../../service/store/migrate.js'
+import { migratedApp, postgresSchema, storeOptions, testConfig, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
 import { postPlant } from '../helpers/post-plant.js'
 import { partitionProxy } from '../helpers/partition-proxy.js'
@@ -187,19 +187,6 @@ t.test('PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; 
   await client.query('rollback')
   t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')
 })
-
-/**
- * Builds an app on a schema already migrated with the default timeouts, so that the
- * test's own deadlines never apply to start-up: with `MIGRATE_ON_START` false it
- * opens no connection before its first request. Closed at teardown.
- */
-async function migratedApp(t: Test, overrides: Partial<AppConfig> & { databaseUrl: string }): Promise<FastifyInstance> {
-  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: overrides.databaseUrl }))
-  await migrateToLatest(store).finally(() => store.close())
-  const app = await createApp(testConfig({ dataDir: t.testdir(), ...overrides, migrateOnStart: false }))
-  t.teardown(() => app.close())
-  return app
-}
 
 /**
  * Asks for readiness until it is 200 (a 503 is retried after its `Retry-After`), for
