@@ -9,6 +9,7 @@ import type { RouteLimits } from '../plugins/protection.js'
 /** glue's security class: one method per security scheme, rejecting a request that fails it. */
 export type SecurityHandlers = Record<string, ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined>
 
+/** The Operation Object of `method` (any case) at `path`, as glue names it. */
 export function operationAt(contract: OpenApiDocument, path: string, method: string): OpenAPIV3.OperationObject {
   return (contract.paths[path] as Record<string, OpenAPIV3.OperationObject>)[method.toLowerCase()]!
 }
