@@ -12,7 +12,12 @@ const typescript = { version: '5.9.3', integrity: 'sha512-t', dev: true }
 
 t.test('the same runtime packages and build tools: linkable, whatever else differs', async (t) => {
   const ref = lock({ 'node_modules/fastify': fastify, 'node_modules/typescript': typescript, 'node_modules/tap': { version: '21.0.0', dev: true } })
-  const installed = lock({ 'node_modules/fastify': fastify, 'node_modules/typescript': typescript, 'node_modules/tap': { version: '21.8.0', dev: true }, 'node_modules/content-type': { version: '1.0.5' } })
+  const installed = lock({
+    'node_modules/fastify': fastify,
+    'node_modules/typescript': typescript,
+    'node_modules/tap': { version: '21.8.0', dev: true },
+    'node_modules/content-type': { version: '1.0.5' },
+  })
   t.same(runtimePackageDifferences(ref, installed), [], 'a dev package other than the build tools, and packages only installed here, do not matter')
 })
 

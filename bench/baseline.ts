@@ -53,7 +53,7 @@ const BUILD_TOOLS = ['node_modules/typescript', 'node_modules/esbuild']
  * @returns the paths that differ (empty: linking is safe).
  */
 export function runtimePackageDifferences(refLock: unknown, installed: unknown): string[] {
-  const packagesOf = (lock: unknown): Record<string, LockEntry> => ((lock as { packages?: Record<string, LockEntry> } | undefined)?.packages ?? {})
+  const packagesOf = (lock: unknown): Record<string, LockEntry> => (lock as { packages?: Record<string, LockEntry> } | undefined)?.packages ?? {}
   const wanted = packagesOf(refLock)
   const have = packagesOf(installed)
   const differences: string[] = []
@@ -142,7 +142,10 @@ export function prepareBaseline(place: BaselinePlace, ref: string, mode: Install
   }
   const link = mode === 'link' || (mode === 'auto' && linkable?.length === 0)
   const modules = join(root, 'node_modules')
-  const lockHash = createHash('sha256').update(readFileSync(join(root, 'package-lock.json'))).digest('hex').slice(0, 16)
+  const lockHash = createHash('sha256')
+    .update(readFileSync(join(root, 'package-lock.json')))
+    .digest('hex')
+    .slice(0, 16)
   const cached = join(cache, lockHash, 'node_modules')
   const install = (): string => {
     if (existsSync(cached)) {
@@ -178,7 +181,10 @@ export function prepareBaseline(place: BaselinePlace, ref: string, mode: Install
   let how: string
   if (link) {
     symlinkSync(join(repo, 'node_modules'), modules, 'dir')
-    how = linkable?.length === 0 ? "linked to this tree's `node_modules` (the same runtime packages, TypeScript and esbuild as its lock file)" : "linked to this tree's `node_modules` (`BENCH_BASELINE_INSTALL=link`)"
+    how =
+      linkable?.length === 0
+        ? "linked to this tree's `node_modules` (the same runtime packages, TypeScript and esbuild as its lock file)"
+        : "linked to this tree's `node_modules` (`BENCH_BASELINE_INSTALL=link`)"
     try {
       build()
     } catch (error) {

@@ -37,7 +37,12 @@ function perfUnavailable(): string | undefined {
   const result = spawnSync('perf', ['stat', '-x,', '-e', 'instructions', 'true'], { encoding: 'utf8', timeout: 10_000 })
   if (result.error !== undefined) return (result.error as { code?: string }).code === 'ENOENT' ? 'perf is not installed (Debian: linux-perf)' : `perf failed: ${result.error.message}`
   if (parsePerfCount(result.stderr, 'instructions') !== undefined) return undefined
-  return `\`perf stat -e instructions\` answers \`${result.stderr.split('\n').find((line) => line.includes('instructions'))?.split(',')[0] ?? 'nothing'}\` (no hardware counter here)`
+  return `\`perf stat -e instructions\` answers \`${
+    result.stderr
+      .split('\n')
+      .find((line) => line.includes('instructions'))
+      ?.split(',')[0] ?? 'nothing'
+  }\` (no hardware counter here)`
 }
 
 function valgrindMissing(): string | undefined {

@@ -56,8 +56,7 @@ export function perfRecord(pid: number, file: string): () => Promise<void> {
  * the CPU per request in `header` is that part's CPU per request.
  */
 export function perfSummary(file: string, header: string): string {
-  const report = (...args: string[]) =>
-    spawnSync('perf', ['report', '-i', file, '--stdio', '-g', 'none', ...args], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, timeout: 600_000 }).stdout ?? ''
+  const report = (...args: string[]) => spawnSync('perf', ['report', '-i', file, '--stdio', '-g', 'none', ...args], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, timeout: 600_000 }).stdout ?? ''
   const rows = (text: string) => text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'))
   const byBinary = rows(report('--no-children', '--sort', 'comm,dso'))
   const inclusive = rows(report('--children', '--sort', 'sym')).filter((line) => INCLUSIVE_ROWS.test(line))

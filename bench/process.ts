@@ -139,7 +139,9 @@ export interface CpuTimes {
 function procCpuTimes(pid: number): CpuTimes | undefined {
   try {
     // Fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .split(' ')
     return { user: Number(fields[11]) / CLOCK_TICKS, system: Number(fields[12]) / CLOCK_TICKS }
   } catch {
     return undefined

@@ -161,11 +161,7 @@ if (process.env.DATA_DIR && process.env.DATABASE_URL) {
   process.stderr.write('raw-ceiling: set DATA_DIR or DATABASE_URL, not both\n')
   process.exit(1)
 }
-const store: Writer | undefined = process.env.DATA_DIR
-  ? await sqliteWriter(process.env.DATA_DIR)
-  : process.env.DATABASE_URL
-    ? await postgresWriter(process.env.DATABASE_URL)
-    : undefined
+const store: Writer | undefined = process.env.DATA_DIR ? await sqliteWriter(process.env.DATA_DIR) : process.env.DATABASE_URL ? await postgresWriter(process.env.DATABASE_URL) : undefined
 
 function reply(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)

@@ -58,7 +58,11 @@ const againstFloor = (start: string, rounds: Rounds, key: TargetKey = 'embedded'
   return overRounds(figure.measure, figure.format, key, rounds)
 }
 /** An A/B verdict over `rounds`. */
-const ab = (start: string, rounds: Rounds) => abVerdict(AB_FIGURES.find((each) => each.figure.startsWith(start))!, rounds)
+const ab = (start: string, rounds: Rounds) =>
+  abVerdict(
+    AB_FIGURES.find((each) => each.figure.startsWith(start))!,
+    rounds,
+  )
 
 /** A target's figures in one round. */
 interface Figures {
@@ -209,7 +213,18 @@ t.test('correctness: faults summed over every target and every round, not a medi
   t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(0))]), { total: 0, byTarget: [], runs: 9 })
   t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(2))]), { total: 2, byTarget: [{ title: 'embedded', faults: 2 }], runs: 9 }, 'the median round had none')
   const floorErrors = round(unstored(1)).map((result) => (result.key === 'floor' ? { ...result, load: { ...result.load!, errors: 3 } } : result))
-  t.same(correctness([floorErrors, round(undefined)]), { total: 4, byTarget: [{ title: 'floor', faults: 3 }, { title: 'embedded', faults: 1 }], runs: 5 }, 'every target counts')
+  t.same(
+    correctness([floorErrors, round(undefined)]),
+    {
+      total: 4,
+      byTarget: [
+        { title: 'floor', faults: 3 },
+        { title: 'embedded', faults: 1 },
+      ],
+      runs: 5,
+    },
+    'every target counts',
+  )
   t.equal(correctness([[{ key: 'embedded', title: 'embedded', notRun: 'failed' }]]), undefined, 'nothing measured')
   const report = renderResults(new Date(0), SETTINGS, [round(unstored(0)), round(unstored(5))])
   t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 5 (embedded: 5): **not met** |')
@@ -235,7 +250,7 @@ t.test('the report: each target’s median round, the spread over the rounds, th
   const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
   t.match(report, /^- Rounds: 3, interleaved/m)
   t.match(report, /default log level \(`info`/)
-  t.match(report, '`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image\'s command)')
+  t.match(report, "`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image's command)")
   t.notMatch(report, /LOG_LEVEL/)
   t.match(report, /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m, 'the Results row is the round of the median CPU')
   t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | n/a | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) | n/a |')
@@ -273,7 +288,7 @@ t.test('wrk’s result line: req/s over wrk’s own duration, non-2xx from the s
   t.throws(() => parseWrk('unable to connect to 127.0.0.1:1 Connection refused', 1, 0n, 0n), /wrk gave no result: unable to connect/)
 })
 
-t.test('stolen CPU time: the steal column over each CPU\'s time, guest time not counted twice', async (t) => {
+t.test("stolen CPU time: the steal column over each CPU's time, guest time not counted twice", async (t) => {
   // user nice system idle iowait irq softirq steal guest guest_nice (proc(5))
   const before = 'cpu  10 0 10 100 0 0 0 10 0 0\ncpu0 5 0 5 50 0 0 0 0 0 0\ncpu1 5 0 5 50 0 0 0 10 7 0\nintr 1\n'
   const after = 'cpu  80 0 20 200 0 0 0 40 0 0\ncpu0 25 0 10 60 0 0 0 5 0 0\ncpu1 55 0 10 140 0 0 0 35 99 0\nintr 2\n'
@@ -300,6 +315,6 @@ t.test('a new report keeps the hand-written part and, when no soak ran, the prev
   t.match(second, /<!-- soak:start -->\nsoak of the last run\n<!-- soak:end -->/, 'the previous soak, kept')
   t.ok(second.endsWith(handWritten), 'the hand-written part, kept as it was')
 
-  writeReport(path, '# Benchmarks\n\nthird run\n', 'this run\'s soak')
+  writeReport(path, '# Benchmarks\n\nthird run\n', "this run's soak")
   t.match(readFileSync(path, 'utf8'), /<!-- soak:start -->\nthis run's soak\n<!-- soak:end -->/, 'a new soak replaces it')
 })

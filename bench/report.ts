@@ -124,8 +124,7 @@ export interface RunSettings {
  *   not list the same CPUs, or a CPU spent no time in between.
  */
 export function stolenShares(before: string, after: string): number[] | undefined {
-  const perCpu = (text: string) =>
-    [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
+  const perCpu = (text: string) => [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
   const [start, end] = [perCpu(before), perCpu(after)]
   if (start.length === 0 || start.length !== end.length) return undefined
   const deltas = start.map((columns, cpu) => end[cpu]!.map((value, column) => value - columns[column]!))
@@ -217,15 +216,16 @@ export function medianRound(results: readonly (TargetResult | undefined)[]): { r
   return chosen === undefined ? undefined : { result: chosen.result, round: chosen.round }
 }
 
-const number = (value: number, digits = 0): string =>
-  value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const number = (value: number, digits = 0): string => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const ms = (value: number): string => number(value, value >= 100 ? 0 : 2)
 const twoDigits = (value: number): string => number(value, 2)
 /** With its sign: `+1.5`, `−3.0`, `0.0`. */
-const signed = (digits: number) => (value: number): string => {
-  const text = number(Math.abs(value), digits)
-  return Number(text.replace(/,/g, '')) === 0 ? text : `${value < 0 ? '−' : '+'}${text}`
-}
+const signed =
+  (digits: number) =>
+  (value: number): string => {
+    const text = number(Math.abs(value), digits)
+    return Number(text.replace(/,/g, '')) === 0 ? text : `${value < 0 ? '−' : '+'}${text}`
+  }
 
 /** A figure of one round: `result` (a service target) against the other targets of that same round. */
 type RoundFigure = (result: TargetResult, round: readonly TargetResult[]) => number | undefined
@@ -456,12 +456,14 @@ function runNotes(rounds: Rounds): string[] {
       ? []
       : [`**${exited[0]!.title} exited unasked** in round ${exited.map((each) => each.round).join(', ')} (a fault below; round ${exited[0]!.round}: ${exited[0]!.how.replace(/\|/g, '\\|')}).\n`]
   })
-  return exits.concat(TARGET_KEYS.flatMap((key) => {
-    const saturated = ofTarget(rounds, key).filter((result) => (result?.load?.generatorCpuPercent ?? 0) >= 90)
-    return saturated.length === 0
-      ? []
-      : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
-  }))
+  return exits.concat(
+    TARGET_KEYS.flatMap((key) => {
+      const saturated = ofTarget(rounds, key).filter((result) => (result?.load?.generatorCpuPercent ?? 0) >= 90)
+      return saturated.length === 0
+        ? []
+        : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
+    }),
+  )
 }
 
 /** Titles of the targets in `keys` that some round measured, with their keys. */
@@ -523,7 +525,10 @@ function abSection(rounds: Rounds, baseline: RunSettings['baseline']): string[] 
     '',
     '| figure | threshold | median (lowest–highest) | rounds 1, 2, … | verdict |',
     '|---|---|---:|---|---|',
-    ...verdicts.map(({ figure, verdict }) => `| ${figure.figure} | ${figure.threshold} | ${verdict.measured} | ${verdict.perRound.map((value) => (value === undefined ? '–' : figure.format(value))).join(', ')} | ${cell(verdict)} |`),
+    ...verdicts.map(
+      ({ figure, verdict }) =>
+        `| ${figure.figure} | ${figure.threshold} | ${verdict.measured} | ${verdict.perRound.map((value) => (value === undefined ? '–' : figure.format(value))).join(', ')} | ${cell(verdict)} |`,
+    ),
     '',
   ]
 }
@@ -550,11 +555,13 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     '',
     `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${settings.connections} connections, one thread, no pipelining, ` +
       `${settings.warmupS} s warm-up then ${settings.durationS} s measured per target and round. Every request carries a new id (this run's from ${settings.idBase}, above 2^53), a valid bearer token and \`content-type: application/json\`; a 2xx must carry exactly the Plant.`,
-    `- Rounds: ${rounds.length}, interleaved: each round runs every selected target once, in the order of the tables below${settings.baseline === undefined ? '' : ' (the working tree\'s service and the baseline swap places every other round)'}; before them, one unmeasured start of each target (Node's compile cache and the page cache warm for all alike); \`sync\` before each target, so none pays for an earlier one's dirty pages. Pinning: ${settings.pinning}.`,
+    `- Rounds: ${rounds.length}, interleaved: each round runs every selected target once, in the order of the tables below${settings.baseline === undefined ? '' : " (the working tree's service and the baseline swap places every other round)"}; before them, one unmeasured start of each target (Node's compile cache and the page cache warm for all alike); \`sync\` before each target, so none pays for an earlier one's dirty pages. Pinning: ${settings.pinning}.`,
     `- Server CPU per request: \`utime + stime\` of the server process (all its threads, \`/proc/<pid>/stat\`) over the measured run ÷ the responses wrk counted; user + system in brackets; it includes the loopback TCP work of delivering its responses; PostgreSQL's own processes are not counted. Instructions per request: ${settings.instructions}.${settings.profiled ? ' CPU profiler **on** (`node --cpu-prof` of the service, or `perf record` of every target): their figures are lower than in a plain run.' : ''}`,
     `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`, to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows deleted afterwards, by id range).`,
-    ...(settings.baseline === undefined ? [] : [`- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`]),
-    '- Ready: a second start on the data the run left, spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` once ready, and the peak (`VmHWM`) after the run. Not stored: 2xx answers minus the rows stored with the measured run\'s ids.',
+    ...(settings.baseline === undefined
+      ? []
+      : [`- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`]),
+    "- Ready: a second start on the data the run left, spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` once ready, and the peak (`VmHWM`) after the run. Not stored: 2xx answers minus the rows stored with the measured run's ids.",
     '',
     '## Results',
     '',

@@ -62,7 +62,22 @@ import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from 
 import { storeActivity, storeTotals } from './metrics.js'
 import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
-import { AB_FIGURES, abVerdict, cpuPerRequest, DEFAULT_TARGETS, type Instructions, renderResults, roundOrder, type Rounds, type RunSettings, stolenShares, TARGET_KEYS, type TargetKey, type TargetResult, writeReport } from './report.js'
+import {
+  AB_FIGURES,
+  abVerdict,
+  cpuPerRequest,
+  DEFAULT_TARGETS,
+  type Instructions,
+  renderResults,
+  roundOrder,
+  type Rounds,
+  type RunSettings,
+  stolenShares,
+  TARGET_KEYS,
+  type TargetKey,
+  type TargetResult,
+  writeReport,
+} from './report.js'
 import { type Baseline, baselinePlace, type InstallMode, prepareBaseline, removeBaseline } from './baseline.js'
 import { renderSoak, runSoak } from './soak.js'
 import { countSqliteRows } from './sqlite.js'
@@ -229,8 +244,7 @@ async function measure(server: ServerProcess, recording: string | undefined): Pr
   await stopRecording?.()
   const store = storeActivity(storeBefore, await storeTotals(server.url))
   const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
-  const instructions: Instructions | undefined =
-    instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
+  const instructions: Instructions | undefined = instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
   if (recording !== undefined) {
     const cpuUs = cpuPerRequest(cpu, measured.responses)?.total.toFixed(1) ?? 'unknown'
     const header = `# ${recording}.data: ${measured.responses} responses in ${durationS} s; server CPU ${cpuUs} µs per request; shares are % of the samples`
@@ -238,7 +252,15 @@ async function measure(server: ServerProcess, recording: string | undefined): Pr
   }
   const ended = server.exitStatus()
   const exited = ended === undefined ? undefined : `${ended}: ${server.output().trim().replace(/\s+/g, ' ').slice(-300)}`
-  return { load: measured, warmupP99Ms: warmup?.latencyMs.p99, cpu, peakRssMb, ...(instructions === undefined ? {} : { instructions }), ...(store === undefined ? {} : { store }), ...(exited === undefined ? {} : { exited }) }
+  return {
+    load: measured,
+    warmupP99Ms: warmup?.latencyMs.p99,
+    cpu,
+    peakRssMb,
+    ...(instructions === undefined ? {} : { instructions }),
+    ...(store === undefined ? {} : { store }),
+    ...(exited === undefined ? {} : { exited }),
+  }
 }
 
 /** Rows stored with the measured run's ids, for the targets that store. */
@@ -312,7 +334,17 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
   // Under valgrind the event loop lags by design; load shedding would answer 503.
   const env = environment(key, SPECS[key].service ? { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '3600000' } : {})
   const started = performance.now()
-  const server = await startServer({ wrapper: callgrindWrapper(dir), nodeArgs: SPECS[key].service ? SERVICE_NODE_OPTIONS : [], script: SPECS[key].script, cwd: SPECS[key].cwd, env, port: await freePort(), core: SERVER_CORE, probe, readyTimeoutMs: 600_000 })
+  const server = await startServer({
+    wrapper: callgrindWrapper(dir),
+    nodeArgs: SPECS[key].service ? SERVICE_NODE_OPTIONS : [],
+    script: SPECS[key].script,
+    cwd: SPECS[key].cwd,
+    env,
+    port: await freePort(),
+    core: SERVER_CORE,
+    probe,
+    readyTimeoutMs: 600_000,
+  })
   try {
     const seconds = Math.floor(callgrindBudgetS - (performance.now() - started) / 1000)
     if (seconds < 2 * callgrindRoundS) return `start-up under valgrind took the budget (${callgrindBudgetS} s)`
@@ -326,7 +358,9 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
       rounds.push({ instructions: callgrindControl(server.pid, 'dump', dir)!, responses: now - counted })
       counted = now
       const last = rounds.at(-1)!
-      process.stdout.write(`  callgrind round ${rounds.length}: ${last.responses} requests, ${last.responses === 0 ? 'n/a' : Math.round(last.instructions / last.responses)} instructions per request\n`)
+      process.stdout.write(
+        `  callgrind round ${rounds.length}: ${last.responses} requests, ${last.responses === 0 ? 'n/a' : Math.round(last.instructions / last.responses)} instructions per request\n`,
+      )
     }, callgrindRoundS * 1000)
     try {
       await runLoad({ ...loadTarget(server), duration: seconds, timeoutS: 60, onProgress: (responses) => (answered = responses) })
@@ -440,7 +474,15 @@ async function prime(): Promise<void> {
     const spec = SPECS[key]
     if (spec.store === 'postgres' && (await postgresUnavailable(databaseUrl)) !== undefined) continue
     try {
-      const server = await startServer({ nodeArgs: spec.service ? SERVICE_NODE_OPTIONS : [], script: spec.script, cwd: spec.cwd, env: environment(key), port: await freePort(), core: SERVER_CORE, probe })
+      const server = await startServer({
+        nodeArgs: spec.service ? SERVICE_NODE_OPTIONS : [],
+        script: spec.script,
+        cwd: spec.cwd,
+        env: environment(key),
+        port: await freePort(),
+        core: SERVER_CORE,
+        probe,
+      })
       await server.stop()
     } catch {
       // Its rounds report why.
@@ -467,7 +509,12 @@ try {
   if (baselineDir !== undefined) {
     const cache = resolve(process.env.BENCH_BASELINE_CACHE ?? join(tmpdir(), 'plant-store-baseline-deps'))
     baseline = prepareBaseline(baselineDir, baselineRef!, baselineInstall, baselineEntry, cache, (line) => process.stdout.write(`${line}\n`))
-    SPECS.baseline = { ...SPECS.baseline, title: `service at \`${baseline.ref}\`${baseline.ref.startsWith(baseline.commit) ? '' : ` (${baseline.commit})`}, embedded store`, script: baseline.script, cwd: baseline.root }
+    SPECS.baseline = {
+      ...SPECS.baseline,
+      title: `service at \`${baseline.ref}\`${baseline.ref.startsWith(baseline.commit) ? '' : ` (${baseline.commit})`}, embedded store`,
+      script: baseline.script,
+      cwd: baseline.root,
+    }
   }
   await prime()
   const date = new Date()
@@ -486,7 +533,23 @@ try {
       : counter.kind === 'callgrind'
         ? `after the rounds, one separate run of each target under \`valgrind --tool=callgrind\` (its figure stands in every round; user space only, all threads; start-up not counted), one run of the same load for ${callgrindBudgetS} s (start-up included), counters dumped every ${callgrindRoundS} s (callgrind rounds); instructions of the callgrind rounds in the second half of the responses (the first half warms the JIT up) ÷ their responses, with the lowest and highest callgrind round`
         : `not counted: ${'why' in counter ? counter.why : 'unknown'}`
-  const settings: RunSettings = { durationS, warmupS, connections, pinning, idBase: ids.base, databaseUrl, revision: serviceRevision, serviceNodeOptions: SERVICE_NODE_OPTIONS, serviceEnvironment: SERVICE_ENV_SETTINGS, profiled: profileDir !== undefined || perfDir !== undefined, loadAverage, stolen, instructions, roundsSeconds, baseline: baseline === undefined ? undefined : { ref: baseline.ref, how: baselineWords(baseline) } }
+  const settings: RunSettings = {
+    durationS,
+    warmupS,
+    connections,
+    pinning,
+    idBase: ids.base,
+    databaseUrl,
+    revision: serviceRevision,
+    serviceNodeOptions: SERVICE_NODE_OPTIONS,
+    serviceEnvironment: SERVICE_ENV_SETTINGS,
+    profiled: profileDir !== undefined || perfDir !== undefined,
+    loadAverage,
+    stolen,
+    instructions,
+    roundsSeconds,
+    baseline: baseline === undefined ? undefined : { ref: baseline.ref, how: baselineWords(baseline) },
+  }
   writeReport(reportPath, renderResults(date, settings, rounds), soakSection)
   printAb(rounds)
   process.stdout.write(`report: ${reportPath}\n`)

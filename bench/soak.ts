@@ -99,7 +99,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakSample[]> {
     })
     const rssMb = options.server.rssMb()
     if (rssMb === undefined) {
-      throw new Error(`the service exited (${options.server.exitStatus() ?? 'unknown'}) after ${index * windowS} to ${(index + 1) * windowS} s of soak: ${options.server.output().trim() || 'no output'}`)
+      throw new Error(
+        `the service exited (${options.server.exitStatus() ?? 'unknown'}) after ${index * windowS} to ${(index + 1) * windowS} s of soak: ${options.server.output().trim() || 'no output'}`,
+      )
     }
     samples.push({
       atS: (index + 1) * windowS,
@@ -171,8 +173,6 @@ export function renderSoak(
     '',
     '| at s | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | RSS MB |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...samples.map(
-      (s) => `| ${s.atS} | ${Math.round(s.requestsPerSecond)} | ${s.p50Ms} | ${s.p99Ms} | ${s.maxMs} | ${s.errors} | ${s.non2xx} | ${s.rssMb.toFixed(1)} |`,
-    ),
+    ...samples.map((s) => `| ${s.atS} | ${Math.round(s.requestsPerSecond)} | ${s.p50Ms} | ${s.p99Ms} | ${s.maxMs} | ${s.errors} | ${s.non2xx} | ${s.rssMb.toFixed(1)} |`),
   ].join('\n')
 }
