@@ -62,7 +62,14 @@ export const examplePath = (path: string): string => path.replace(/\{[^}]+\}/g, 
 export function pathTemplateOf(url: string): string | undefined {
   const path = url.split('?')[0]!
   const literal = (text: string) => text.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
-  return Object.keys(contract.paths).find((template) => new RegExp(`^${template.split(/\{[^}]+\}/).map(literal).join('[^/]+')}$`).test(path))
+  return Object.keys(contract.paths).find((template) =>
+    new RegExp(
+      `^${template
+        .split(/\{[^}]+\}/)
+        .map(literal)
+        .join('[^/]+')}$`,
+    ).test(path),
+  )
 }
 
 /**

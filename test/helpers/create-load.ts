@@ -1,8 +1,6 @@
 /**
- * Creates under load through the gateway, for failover and restart tests: a few concurrent
- * clients each sending `POST /plants` with an id never sent before, recording every
- * answer with its time, until stopped. Nothing is retried, so each id has exactly
- * one answer and "every id answered 200 is stored once" can be checked.
+ * Creates under load through the gateway, for failover and restart tests: concurrent
+ * clients each sending `POST /plants` with a new id, never retried, every answer recorded.
  *
  * @module
  */
@@ -39,16 +37,13 @@ export interface FailoverFigures {
   readonly during: Readonly<Record<number, number>>
 }
 
-/** Most requests a client sends per second: half the gateway's per-address rate (`limit_req`), so none is 429. */
+/** Requests a client sends per second at most: half the gateway's per-address rate, so none is 429. */
 const CLIENT_RATE = 50
 
 /**
- * Starts `clients` clients creating plants through `gateway` with ids from
- * `firstId` upwards, each from a loopback address of its own (127.0.0.10, .11, …:
- * the gateway's limits are per address) and at most {@link CLIENT_RATE} a second.
- * After an answer other than 200 a client waits 100 ms: faster than the
- * `Retry-After` of a 503 asks, so the recovery is timed closely, yet without
- * spinning on a store that is away.
+ * Starts `clients` clients creating plants through `gateway` with ids from `firstId` up,
+ * each from its own loopback address (127.0.0.10, …), at most {@link CLIENT_RATE} a
+ * second; after an answer other than 200 a client waits 100 ms.
  */
 export function startLoad(gateway: Gateway, token: string, firstId: bigint, clients = 16): Load {
   const agent = new Agent({ keepAlive: true, maxSockets: clients, ca: gateway.ca })
@@ -95,10 +90,7 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
   }
 }
 
-/**
- * One create of plant `id` to the service at `url` (the gateway's); never throws:
- * no whole answer within 15 s (connection error, cut off, timed out) is status 0.
- */
+/** One create of plant `id`; never throws: no whole answer within 15 s is status 0. */
 async function create(agent: Agent, url: string, token: string, id: bigint, localAddress: string): Promise<Outcome> {
   const sentAt = performance.now()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }

@@ -125,9 +125,7 @@ function decode(body: Buffer): ExportedSpan[] {
 
 /** OTLP's key-value list as an object; integers as numbers. */
 function attributesOf(list: KeyValue[] = []): Record<string, AttributeValue> {
-  return Object.fromEntries(
-    list.map(({ key, value }) => [key, value.stringValue ?? (value.intValue === undefined ? undefined : Number(value.intValue)) ?? value.doubleValue ?? value.boolValue!]),
-  )
+  return Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? (value.intValue === undefined ? undefined : Number(value.intValue)) ?? value.doubleValue ?? value.boolValue!]))
 }
 
 /** A W3C `traceparent` of a new, sampled trace: the header's value and its ids. */

@@ -1,10 +1,6 @@
 /**
- * `POST /plants` as a client sends it, for every test (and any other operation of the
- * contract, {@link callOperation}): into an app (`inject`), or over HTTP or HTTPS to a
- * running service, container or gateway, with one response shape for both. Requests no client would send (malformed HTTP) are written to a
- * socket by `raw-http.ts` instead; a test that needs more of the exchange than its
- * answer (a fetch `Response` for the typed client's reader, a body held half-sent)
- * makes that request itself.
+ * `POST /plants` (or any operation, {@link callOperation}) as a client sends it: into an
+ * app by `inject`, or over HTTP(S) to a running service or gateway, with one response shape.
  *
  * @module
  */
@@ -18,11 +14,7 @@ import { contractViolations, type RequestLine } from './contract.js'
 /** Request headers; a header whose value is `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>
 
-/**
- * A request body: an object is sent as its JSON text, bigints as exact integers
- * (`{ id: 2n ** 63n - 1n }` is `{"id":9223372036854775807}`); a string or Buffer is
- * sent as it is, byte for byte.
- */
+/** A body: an object as its JSON text (bigints as exact integers), a string or Buffer byte for byte. */
 export type PlantBody = object | string | Buffer
 
 /** A response, the same whichever way the request went. */
@@ -36,41 +28,31 @@ export interface PlantResponse {
   json(): Record<string, unknown>
 }
 
-/** How to send the request; each option applies where it says. */
+/** How to send the request. */
 export interface PostOptions {
-  /** {@link JSON_HEADERS} (the test token) unless given; `undefined` values are left out (e.g. `{ ...JSON_HEADERS, authorization: undefined }`). */
+  /** {@link JSON_HEADERS} unless given; `undefined` values are left out. */
   readonly headers?: RequestHeaders
-  /** When given, asserts on it that the response conforms to the contract (`contractViolations`); the test then asserts what it expects. */
+  /** When given, asserts that the response conforms to the contract. */
   readonly t?: Pick<Test, 'same'>
-  /** The client's address: the socket's remote address with `inject`, the local address to connect from over HTTP (any of 127.0.0.0/8). */
+  /** The client's address: the remote address with `inject`, the local one over HTTP (127.0.0.0/8). */
   readonly from?: string
-  /** Over HTTPS: the PEM certificate to trust (e.g. the test gateway's self-signed one). */
+  /** Over HTTPS: the PEM certificate to trust. */
   readonly ca?: string
-  /** Over HTTP(S): the agent whose connections to use (e.g. one kept alive); Node's global agent unless given. */
+  /** Over HTTP(S): the agent to use; Node's global one unless given. */
   readonly agent?: Agent
-  /** Over HTTP(S): the request fails when its connection is idle this long (no default). */
+  /** Over HTTP(S): fail when the connection is idle this long. */
   readonly timeoutMs?: number
 }
 
 /**
- * POSTs `body` to `/plants` of `target`: an app, by `inject`; or a base URL (e.g.
- * `http://127.0.0.1:41234`, or a gateway's `https://…/plant-store`) over HTTP(S),
- * with a `Content-Length`.
- *
- * @param body - see {@link PlantBody}; `undefined` sends none.
- * @returns the response, once its body has come.
- * @throws over HTTP(S), when no whole response comes (connection refused or reset,
- *   cut off, {@link PostOptions.timeoutMs} passed).
+ * POSTs `body` (none when `undefined`) to `/plants` of an app (`inject`) or a base URL (HTTP(S)).
+ * @throws over HTTP(S) when no whole response comes (refused, reset, cut off, timed out).
  */
 export async function postPlant(target: FastifyInstance | string, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
   return callOperation(target, { method: 'POST', url: '/plants' }, body, options)
 }
 
-/**
- * Sends `request` (e.g. `{ method: 'GET', url: '/plants/1' }`) to `target` as
- * {@link postPlant} sends `POST /plants`; with `options.t`, checks the response
- * against the operation of the contract the request is for.
- */
+/** Sends `request` (e.g. `{ method: 'GET', url: '/plants/1' }`) as {@link postPlant} does; `options.t` checks it against that operation. */
 export async function callOperation(target: FastifyInstance | string, request: RequestLine, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
   const headers = Object.fromEntries(Object.entries(options.headers ?? JSON_HEADERS).filter((entry): entry is [string, string] => entry[1] !== undefined))
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : jsonText(body)
