@@ -1,52 +1,45 @@
 /**
- * The example gateway (`deploy/nginx/`, real nginx, TLS) on its own: what nginx
- * answers by itself, and what it sends a replica. Behind it is a recording HTTP
- * server of the test, not the service: every response checked here is nginx's, so
- * this runs in a second, without containers, while the error pages and headers
- * are worked on. Each of nginx's answers carries the contract's `Error` body with
- * `error` equal to the status, and those of `POST /plants` are declared for it
- * (openapi.yaml).
- *
- * The gateway in front of the service itself (two containers of the image on one
- * PostgreSQL: the contract through it, the client's address, the body limit, the
- * 502 with every replica stopped, Swagger UI) is `test/deploy/gateway.test.ts`.
+ * The example gateway (`deploy/nginx/`, real nginx, TLS) on its own: what nginx answers
+ * by itself, and what it sends a replica. Behind it is a recording HTTP server of the
+ * test, so every response checked here is nginx's: each carries the contract's `Error`
+ * body, and those of `POST /plants` are declared for it. The gateway in front of the
+ * service's containers is `test/deploy/gateway.test.ts`.
  *
  * @module
  */
 import { once } from 'node:events'
 import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node:http'
-import { createServer, type Socket } from 'node:net'
+import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { TLSSocket } from 'node:tls'
 import t from 'tap'
-import { answeredBy, authorized, errorBody, get, PLANTS, post, send } from '../helpers/gateway-client.js'
-import { GATEWAY_PREFIX, NGINX, NGINX_DIR, selfSignedCertificate, startGateway } from '../helpers/nginx.js'
 import { TOKEN } from '../helpers/app.js'
 import { run } from '../helpers/command.js'
 import { allowedMethods, contractViolations } from '../helpers/contract.js'
+import { answeredBy, authorized, errorBody, GATEWAY_PREFIX, get, NGINX, NGINX_DIR, PLANTS, post, selfSignedCertificate, send, startGateway } from '../helpers/nginx.js'
 import { exchange, headerLines, open, requestHead } from '../helpers/raw-http.js'
 
-/** Another loopback address for the client, so that its address and the gateway's differ. */
-const CLIENT_ADDRESS = '127.0.0.2'
 const AUTHORIZED = authorized(TOKEN)
+
+/** Listens on a free port of 127.0.0.1 until teardown. @returns `127.0.0.1:<port>`, an upstream. */
+async function upstream(server: Server): Promise<string> {
+  server.listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  return `127.0.0.1:${(server.address() as { port: number }).port}`
+}
 
 /** What the recorder received: one entry per request. */
 const seen: Array<{ httpVersion: string; headers: IncomingHttpHeaders; url: string }> = []
 /** Stands in for a replica: records each request and answers 200 with a Plant. */
 const recorder = createHttpServer((incoming, response) => {
   seen.push({ httpVersion: incoming.httpVersion, headers: incoming.headers, url: incoming.url! })
-  incoming.resume()
-  incoming.on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"Fern"}'))
+  incoming.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"Fern"}'))
 })
-recorder.listen(0, '127.0.0.1')
-await once(recorder, 'listening')
-t.teardown(() => {
-  recorder.closeAllConnections()
-  recorder.close()
-})
-const gateway = await startGateway(t, { upstreams: [`127.0.0.1:${(recorder.address() as { port: number }).port}`] })
+t.teardown(() => recorder.closeAllConnections())
+const gateway = await startGateway(t, { upstreams: [await upstream(recorder)] })
 
 /** The head of an authorized `POST` to the gateway's /plants, for requests that go on in their own way. */
 const head = requestHead('POST', PLANTS, AUTHORIZED)
@@ -66,82 +59,63 @@ const gatewayAnswers: Array<[string, string, number]> = [
   ['headers over 16 KiB', post('{}', { ...AUTHORIZED, 'X-A': 'a'.repeat(6000), 'X-B': 'b'.repeat(6000), 'X-C': 'c'.repeat(6000) }), 431],
   ['HTTP/2.0 in an HTTP/1 request line', `POST ${PLANTS} HTTP/2.0\r\nHost: localhost\r\n\r\n`, 505],
   ['TRACE', `TRACE ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 405],
+  // Outside the public routes (/plants and /docs under the prefix).
+  ...[
+    '/',
+    '/plants',
+    '/metrics',
+    GATEWAY_PREFIX,
+    `${GATEWAY_PREFIX}/`,
+    `${GATEWAY_PREFIX}/metrics`,
+    `${GATEWAY_PREFIX}/health/ready`,
+    `${GATEWAY_PREFIX}/../metrics`,
+    `${GATEWAY_PREFIX}/%2e%2e/metrics`,
+    '/.plant-store-errors/502',
+  ].map((path): [string, string, number] => [`GET ${path}`, get(path), 404]),
 ]
 
-for (const [what, raw, status] of gatewayAnswers) {
-  t.test(`${what}: the gateway answers ${status} with the Error body`, async (t) => {
+t.test('what the gateway answers itself: the status, the Error body, nothing forwarded', async (t) => {
+  for (const [what, raw, status] of gatewayAnswers) {
     const before = seen.length
     const response = await send(gateway, raw)
     errorBody(t, response, status)
     if (status === 405) t.equal(response.headers.allow, allowedMethods('/plants').join(', '), 'what /plants allows')
-    if (raw.startsWith(`POST ${PLANTS} `)) t.same(contractViolations(response), [], 'declared for POST /plants')
-    t.equal((await answeredBy(gateway, response)).upstream, '', 'nothing forwarded (access log)')
-    t.equal(seen.length, before, 'nothing reached the replica')
-  })
-}
-
-t.test('plain HTTP to the TLS port: 400 with the Error body', async (t) => {
-  const response = await exchange({ url: gateway.origin.replace('https:', 'http:') }, post('{"id":300,"name":"Fern"}', AUTHORIZED))
-  errorBody(t, response, 400)
-  t.same(contractViolations(response), [])
-})
-
-t.test('outside the public routes (/plants, /docs under the prefix): 404 with the Error body from the gateway', async (t) => {
-  const before = seen.length
-  for (const path of ['/', '/plants', '/metrics', GATEWAY_PREFIX, `${GATEWAY_PREFIX}/`, `${GATEWAY_PREFIX}/metrics`, `${GATEWAY_PREFIX}/health/ready`, `${GATEWAY_PREFIX}/../metrics`, `${GATEWAY_PREFIX}/%2e%2e/metrics`, '/.plant-store-errors/502']) {
-    const response = await send(gateway, get(path))
-    errorBody(t, response, 404)
-    t.equal((await answeredBy(gateway, response)).upstream, '', `${path}: nothing forwarded`)
+    if (raw.startsWith(`POST ${PLANTS} `)) t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
+    t.equal((await answeredBy(gateway, response)).upstream, '', `${what}: ${status}, nothing forwarded (access log)`)
+    t.equal(seen.length, before, `${what}: nothing reached the replica`)
   }
-  t.equal(seen.length, before, 'nothing reached the replica')
+  const plain = await exchange({ url: gateway.origin.replace('https:', 'http:') }, post('{"id":300,"name":"Fern"}', AUTHORIZED))
+  errorBody(t, plain, 400)
+  t.same(contractViolations(plain), [], 'plain HTTP to the TLS port: 400, declared')
 })
 
-t.test('every path below the prefix\'s /plants is passed on, the prefix replaced: an operation added there needs no change here', async (t) => {
+t.test("every path below the prefix's /plants is passed on, the prefix replaced: an operation added there needs no change here", async (t) => {
   for (const path of [`${PLANTS}/9007199254740993`, `${PLANTS}/1/revisions?from=2`, `${PLANTS}-not-in-the-contract`]) {
-    const before = seen.length
-    const response = await send(gateway, get(path))
-    t.equal(response.statusCode, 200, `${path}: answered by the recorder`)
-    t.equal(seen.length, before + 1)
-    t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'the service sees its own path')
+    t.equal((await send(gateway, get(path))).statusCode, 200, `${path}: answered by the recorder`)
+    t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'which saw its own path')
   }
 })
 
 t.test('a replica that does not answer: 504 with the Error body after the gateway’s read timeout', async (t) => {
-  // Accepts connections and reads, never answers.
   const sockets = new Set<Socket>()
-  const stalled = createServer((socket) => {
-    sockets.add(socket)
-    socket.resume()
-  })
-  stalled.listen(0, '127.0.0.1')
-  await once(stalled, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    stalled.close()
-  })
-  const slow = await startGateway(t, { upstreams: [`127.0.0.1:${(stalled.address() as { port: number }).port}`] })
-  const response = await send(slow, post('{"id":600,"name":"Fern"}', AUTHORIZED))
+  const stalled = createServer((socket) => sockets.add(socket.resume()))
+  t.teardown(() => sockets.forEach((socket) => socket.destroy()))
+  const response = await send(await startGateway(t, { upstreams: [await upstream(stalled)] }), post('{"id":600,"name":"Fern"}', AUTHORIZED))
   errorBody(t, response, 504)
   t.same(contractViolations(response), [])
 })
 
 t.test('what the gateway sends a replica: the client address set (not appended), https, the host, its request id, HTTP/1.1 kept alive', async (t) => {
-  const before = seen.length
   const spoofed = { ...AUTHORIZED, 'X-Forwarded-For': '203.0.113.7', 'X-Forwarded-Proto': 'http', 'X-Forwarded-Host': 'evil.example', Forwarded: 'for=203.0.113.7', 'X-Request-Id': 'chosen-by-client' }
-  const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), CLIENT_ADDRESS)
+  const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), '127.0.0.2')
   t.equal(response.statusCode, 200)
-  t.equal(seen.length, before + 1)
   const { httpVersion, headers, url } = seen.at(-1)!
-  t.equal(url, '/plants', 'the prefix is stripped')
-  t.equal(httpVersion, '1.1')
-  t.equal(headers.connection, undefined, 'no Connection: close (keep-alive)')
-  t.equal(headers['x-forwarded-for'], CLIENT_ADDRESS)
-  t.equal(headers['x-forwarded-proto'], 'https')
-  t.equal(headers['x-forwarded-host'], 'localhost', 'the Host the client sent, not its X-Forwarded-Host')
-  t.equal(headers.forwarded, undefined)
+  const forwarded = [headers['x-forwarded-for'], headers['x-forwarded-proto'], headers['x-forwarded-host'], headers.forwarded]
+  t.same([url, httpVersion, headers.connection], ['/plants', '1.1', undefined], 'the prefix stripped; HTTP/1.1 kept alive')
+  t.same(forwarded, ['127.0.0.2', 'https', 'localhost', undefined], "the client's address, https, the Host the client sent; no Forwarded")
   t.equal(headers['x-request-id'], response.headers['x-request-id'], "the gateway's request id, returned to the client")
   t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
-  t.equal((await gateway.accessEntry(response.headers['x-request-id']!)).client, CLIENT_ADDRESS, "the client's address in the gateway's access log")
+  t.equal((await gateway.accessEntry(response.headers['x-request-id']!)).client, '127.0.0.2', "the client's address in the gateway's access log")
 })
 
 t.test('the example configuration, every file as shipped, passes nginx -t (with a certificate where listen.conf names it)', async (t) => {
@@ -150,8 +124,7 @@ t.test('the example configuration, every file as shipped, passes nginx -t (with 
   cpSync(NGINX_DIR, dir, { recursive: true })
   mkdirSync(join(dir, 'tls'))
   await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
-  const { stderr } = await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])
-  t.match(stderr, /test is successful/)
+  t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
 })
 
 /** Opens a TLS connection to the gateway from `localAddress`, once it is established. */
@@ -175,8 +148,7 @@ t.test('per client address, past 100 requests in progress: 429 with Retry-After,
   const refused = await send(gateway, post('{"id":800,"name":"Fern"}', AUTHORIZED), '127.0.0.3')
   errorBody(t, refused, 429)
   t.same(contractViolations(refused), [], 'declared for POST /plants')
-  t.equal(refused.headers['retry-after'], '1')
-  t.equal(refused.headers['cache-control'], 'no-store')
+  t.match(refused.headers, { 'retry-after': '1', 'cache-control': 'no-store' })
   t.equal((await answeredBy(gateway, refused)).upstream, '', 'nothing forwarded')
   t.equal((await send(gateway, post('{"id":801,"name":"Fern"}', AUTHORIZED), '127.0.0.5')).statusCode, 200, 'another address is served')
 })
@@ -195,15 +167,16 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
   await closed
   const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
   t.equal(statuses.length, count, 'every request answered')
-  t.ok(statuses.slice(0, 201).every((status) => status === 200), 'the burst is served')
-  const limited = statuses.filter((status) => status === 429).length
+  t.ok(
+    statuses.slice(0, 201).every((status) => status === 200),
+    'the burst is served',
+  )
   // How many more are served depends on how fast the served ones went (100 a second refill).
+  const limited = statuses.filter((status) => status === 429).length
   t.ok(limited > 0 && statuses.every((status) => status === 200 || status === 429), `the rest is refused, but what the rate refilled: ${limited} of ${count}`)
-  const first = received.slice(received.indexOf('HTTP/1.1 429 '))
-  const end = first.indexOf('\r\n\r\n')
-  const headers = Object.fromEntries(first.slice(0, end).split('\r\n').slice(1).map((line) => [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()]))
-  const body = first.slice(end + 4, end + 4 + Number(headers['content-length']))
-  errorBody(t, { statusCode: 429, headers, body, elapsedMs: 0 }, 429)
+  const [, headText = '', rest = ''] = /(HTTP\/1\.1 429 [\s\S]*?)\r\n\r\n([\s\S]*)/.exec(received) ?? []
+  const headers = Object.fromEntries([...headText.matchAll(/^([^:\r\n]+):\s*(.*?)\r?$/gm)].map(([, name, value]) => [name!.toLowerCase(), value!]))
+  errorBody(t, { statusCode: 429, headers, body: rest.slice(0, Number(headers['content-length'])), elapsedMs: 0 }, 429)
   t.equal(headers['retry-after'], '1')
 })
 
@@ -213,9 +186,7 @@ t.test("no error of the gateway is cached; the service's responses keep their ow
   t.equal(missing.headers['cache-control'], 'no-store')
   const created = await send(gateway, post('{"id":900,"name":"Fern"}', AUTHORIZED, `${PLANTS}?access_token=${TOKEN}`))
   t.equal(created.statusCode, 200, 'the recorder stands in for the service here')
-  t.equal(created.headers['cache-control'], undefined, 'nothing added to a response of the service')
-  t.equal(created.headers['retry-after'], undefined)
-  const entry = await gateway.accessEntry(created.headers['x-request-id']!)
-  t.equal(entry.uri, PLANTS, 'the path, without the query')
+  t.same([created.headers['cache-control'], created.headers['retry-after']], [undefined, undefined], 'nothing added to a response of the service')
+  t.equal((await gateway.accessEntry(created.headers['x-request-id']!)).uri, PLANTS, 'the path, without the query')
   t.notMatch(JSON.stringify(gateway.accessLog()), TOKEN, 'no token in the access log')
 })

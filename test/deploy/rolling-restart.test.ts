@@ -1,12 +1,9 @@
 /**
  * A rolling restart behind the example gateway costs clients nothing: two service
- * processes on one PostgreSQL behind `deploy/nginx/` (real nginx, TLS), ten clients
- * creating plants through it the whole time, and the replicas restarted one after
- * the other as an orchestrator does (SIGTERM, wait for the exit, start, wait until
- * `/health/ready` answers 200, then the next). No client may see a non-2xx or a
- * failed exchange, and every plant answered 200 is stored exactly once.
- *
- * Needs nginx, openssl and PostgreSQL at 127.0.0.1:5432.
+ * processes on one PostgreSQL behind `deploy/nginx/`, ten clients creating plants
+ * through it, and the replicas restarted one after the other as an orchestrator does
+ * (SIGTERM, wait for the exit, start, wait until `/health/ready` answers 200). No client
+ * may see a non-2xx or a failed exchange; every plant answered 200 is stored once.
  *
  * @module
  */
@@ -15,6 +12,7 @@ import { postgresSchema, TOKEN } from '../helpers/app.js'
 import { countByStatus, startLoad } from '../helpers/create-load.js'
 import { freePort } from '../helpers/machine.js'
 import { startGateway } from '../helpers/nginx.js'
+import { waitUntil } from '../helpers/podman.js'
 import { type ServiceProcess, startService } from '../helpers/process.js'
 
 /** Concurrent clients, each from a loopback address of its own. */
@@ -29,11 +27,7 @@ const replicas: ServiceProcess[] = await Promise.all(ports.map((port) => startSe
 const gateway = await startGateway(t, { upstreams: ports.map((port) => `127.0.0.1:${port}`) })
 
 /** Resolves once `replica` answers `GET /health/ready` with 200. */
-async function ready(replica: ServiceProcess): Promise<void> {
-  while ((await fetch(`${replica.url}/health/ready`).then((response) => response.status, () => 0)) !== 200) {
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
+const ready = (replica: ServiceProcess) => waitUntil(`${replica.url} to be ready`, PROGRESS_TIMEOUT_MS, async () => (await fetch(`${replica.url}/health/ready`).catch(() => undefined))?.status === 200)
 
 t.test('replicas restarted one after the other under load: no client sees an error, and every 200 is stored once', async (t) => {
   const load = startLoad(gateway, TOKEN, 1n, CLIENTS)
@@ -52,10 +46,7 @@ t.test('replicas restarted one after the other under load: no client sees an err
   const statuses = countByStatus(load.outcomes)
   t.same(Object.keys(statuses), ['200'], `only 200, no other status and no failed exchange (0): ${JSON.stringify(statuses)}`)
   const ids = load.outcomes.filter((outcome) => outcome.status === 200).map((outcome) => String(outcome.id))
-  const { rows } = await schema.client.query<{ stored: string; total: string }>(
-    'select count(*) filter (where id = any($1::bigint[])) as stored, count(*) as total from plant',
-    [ids],
-  )
+  const { rows } = await schema.client.query<{ stored: string; total: string }>('select count(*) filter (where id = any($1::bigint[])) as stored, count(*) as total from plant', [ids])
   t.equal(Number(rows[0]!.stored), ids.length, `all ${ids.length} plants answered 200 are stored`)
   t.equal(Number(rows[0]!.total), ids.length, 'nothing else is stored (the id is the primary key: none twice)')
   const retried = gateway.accessLog().filter((entry) => String(entry.upstream).includes(', ')).length

@@ -1,80 +1,55 @@
 /**
- * The container image under test, and containers of it, through the real podman CLI.
- *
- * - {@link imageUnderTest}: the image named by `PLANT_STORE_IMAGE`, or the
- *   repository's Dockerfile built once per test process (`podman build
- *   --format=docker`: the OCI format drops `HEALTHCHECK`), tagged
- *   `localhost/plant-store:test`. Options the machine needs for builds (e.g. a
- *   mounted npm configuration) come from `PODMAN_BUILD_OPTIONS`, words separated
- *   by spaces.
- * - {@link runContainer}: `podman run -d` with port 3000 published on 127.0.0.1
- *   only (a free host port, read back), waiting until `GET /health/live` answers
- *   200; the container is removed at teardown.
- * - {@link createVolume}: a named volume, removed at teardown.
- *
- * Every podman failure throws with podman's own message. Without podman the first
- * call throws saying so: the container tests fail rather than skip.
+ * The container image under test and containers of it, through the real podman CLI:
+ * single containers, and hardened replicas on the host's PostgreSQL. Every podman
+ * failure throws with podman's own message; without podman the tests fail, not skip.
  *
  * @module
  */
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import type { TestContext } from './app.js'
-import { failure, lastLine, run, type RunResult } from './command.js'
-
-/** The repository root: the build context. */
-const ROOT = fileURLToPath(new URL('../..', import.meta.url))
-
-/** The tag {@link imageUnderTest} builds. */
-export const TEST_IMAGE = 'localhost/plant-store:test'
+import { postgresSchema, type TestContext } from './app.js'
+import { failure, lastLine, run } from './command.js'
+import { freePort } from './machine.js'
 
 /**
- * Runs `podman ARGS`.
- * @param timeoutMs - at most this long (default 120 s), then the command is killed.
- * @returns its standard output, trimmed.
- * @throws when podman is missing, exits non-zero, or runs out of time; the
- *   message carries podman's standard error.
+ * Runs `podman ARGS` (killed after `timeoutMs`, default 120 s).
+ * @returns its standard output, trimmed. @throws when podman is missing or fails, with its stderr.
  */
 export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
-  return (await runPodman(args, timeoutMs)).stdout.trim()
-}
-
-/** Runs `podman ARGS`; resolves with both output streams. @throws as {@link podman}. */
-async function runPodman(args: readonly string[], timeoutMs: number): Promise<RunResult> {
-  return run('podman', args, { timeoutMs, install: 'apt-get install podman (the container tests need it)' })
+  return (await run('podman', args, { timeoutMs, install: 'apt-get install podman' })).stdout.trim()
 }
 
 let built: Promise<string> | undefined
 
 /**
- * The image to test: `PLANT_STORE_IMAGE` when set (it must exist locally), else the
- * Dockerfile built once per process (cached layers make a rebuild of an unchanged
- * tree take seconds; a cold build takes minutes on 2 cores).
- * @returns the image's name.
- * @throws when podman is missing, the named image does not exist, or the build fails.
+ * The image to test: `PLANT_STORE_IMAGE` when set (a local image), else the Dockerfile
+ * built once per process (`--format=docker` keeps `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS`
+ * adds options the machine needs). @returns its name. @throws when neither works.
  */
 export async function imageUnderTest(): Promise<string> {
   built ??= (async () => {
     const named = process.env.PLANT_STORE_IMAGE
-    if (named !== undefined && named !== '') {
+    if (named) {
       await podman(['image', 'exists', named]).catch((error: Error) => {
         throw new Error(`PLANT_STORE_IMAGE=${named} is not a local image`, { cause: error })
       })
       return named
     }
-    const options = (process.env.PODMAN_BUILD_OPTIONS ?? '').split(/\s+/).filter((word) => word !== '')
-    await podman(['build', '--format=docker', ...options, '--tag', TEST_IMAGE, ROOT], 900_000)
-    return TEST_IMAGE
+    const options = (process.env.PODMAN_BUILD_OPTIONS ?? '').split(/\s+/).filter(Boolean)
+    await podman(['build', '--format=docker', ...options, '--tag', 'localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))], 900_000)
+    return 'localhost/plant-store:test'
   })()
   return built
 }
 
-/** A name no other test run uses: `plant-store-test-<what>-<random>`. */
-export function uniqueName(what: string): string {
-  return `plant-store-test-${what}-${randomBytes(4).toString('hex')}`
-}
+const uniqueName = (what: string): string => `plant-store-test-${what}-${randomBytes(4).toString('hex')}`
 
-/** Creates a named volume, removed (with its data) at teardown. @returns its name. */
+/** Creates a named volume, removed at teardown. @returns its name. */
 export async function createVolume(t: TestContext): Promise<string> {
   const name = uniqueName('data')
   await podman(['volume', 'create', name])
@@ -82,26 +57,23 @@ export async function createVolume(t: TestContext): Promise<string> {
   return name
 }
 
-/** A container started by {@link runContainer} (or restarted by {@link Container.start}). */
+/** A live container of {@link runContainer}. */
 export interface Container {
   readonly name: string
-  /** Base URL on the host, e.g. `http://127.0.0.1:41234`: the published port 3000. */
+  /** Base URL of its port 3000 published on 127.0.0.1, e.g. `http://127.0.0.1:41234`. */
   readonly url: string
-  /** Everything the container wrote to stdout and stderr so far (interleaving between the two not kept). */
+  /** What it wrote to stdout and stderr so far. */
   logs(): Promise<string>
-  /** `podman start` again (after a stop or kill) and wait until it is live. @returns the running container. */
+  /** `podman start` again (after a stop or kill) and wait until it is live. */
   start(): Promise<Container>
-  /** One field of `podman inspect`, as a Go template, e.g. `{{.State.ExitCode}}`. */
+  /** One field of `podman inspect`, a Go template such as `{{.State.ExitCode}}`. */
   inspect(template: string): Promise<string>
 }
 
 /**
- * `podman run -d [options] image [command]` with port 3000 published on 127.0.0.1
- * (a free host port), then waits until `GET /health/live` answers 200. The
- * container is removed (with anonymous volumes) at teardown.
- * @param options - `podman run` options, e.g. `['--read-only', '-v', 'vol:/data']`.
- * @param readyTimeoutMs - how long the service may take to become live (default 30 s).
- * @throws when podman fails, or the container exits or is not live in time (with its logs).
+ * `podman run -d [options] image` with port 3000 published on a free port of 127.0.0.1;
+ * removed (with anonymous volumes) at teardown.
+ * @returns once `GET /health/live` answers 200. @throws when the container exits or is not live within `readyTimeoutMs` (with its logs).
  */
 export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], readyTimeoutMs = 30_000): Promise<Container> {
   const name = uniqueName('run')
@@ -110,14 +82,12 @@ export async function runContainer(t: TestContext, image: string, options: reado
   return live(name, readyTimeoutMs)
 }
 
-/** The container `name` once `GET /health/live` answers 200 on its published port. */
 async function live(name: string, timeoutMs: number): Promise<Container> {
   const container: Container = {
     name,
     url: `http://${await podman(['port', name, '3000/tcp'])}`,
     logs: async () => {
-      // podman logs writes what the container wrote to stderr on its own stderr.
-      const { stdout, stderr } = await runPodman(['logs', name], 30_000)
+      const { stdout, stderr } = await run('podman', ['logs', name], { timeoutMs: 30_000 })
       return stdout + stderr
     },
     start: async () => {
@@ -138,14 +108,100 @@ async function live(name: string, timeoutMs: number): Promise<Container> {
   return container
 }
 
-/**
- * Polls `probe` (every 50 ms) until it returns true.
- * @throws when `timeoutMs` passes first ("timed out waiting for WHAT"), or the probe throws.
- */
+/** Polls `probe` every 50 ms until it returns true. @throws after `timeoutMs` ("timed out … waiting for WHAT"), or what the probe throws. */
 export async function waitUntil(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
+}
+
+/** A bearer token of the RFC 6750 §2.1 alphabet, known only to this run. */
+export function randomToken(): string {
+  return randomBytes(24).toString('base64url')
+}
+
+/**
+ * `podman run` options of a hardened deployment: read-only root without tmpfs, no
+ * capabilities, no privilege gain, the tokens from `tokensFile` mounted read-only.
+ */
+export function hardened(tokensFile: string): string[] {
+  const secret = '/run/secrets/plant_store_tokens'
+  return ['--read-only', '--read-only-tmpfs=false', '--cap-drop=ALL', '--security-opt=no-new-privileges', '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
+}
+
+/** Writes `token` to a secret file readable by the image's user (removed at teardown). @returns its path. */
+export function tokensFile(t: TestContext, token: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  writeFileSync(join(dir, 'plant_store_tokens'), `${token}\n`, { mode: 0o444 })
+  return join(dir, 'plant_store_tokens')
+}
+
+/** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. @throws when it has none. */
+export async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
+  const subnets = JSON.parse(await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])) as Array<{ subnet: string; gateway: string }>
+  const ipv4 = subnets.find((subnet) => subnet.subnet.includes('.'))
+  if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${JSON.stringify(subnets)}`)
+  return ipv4
+}
+
+/** A replica: its address on the bridge, and its upstream `127.0.0.1:<published port>` (a stopped one refuses at once: the gateway moves on). */
+export type Replica = Container & { readonly upstream: string; readonly address: string }
+
+/**
+ * Starts `count` hardened replicas of `image` at once, with `token` and `env`, on an empty
+ * PostgreSQL schema of the host's, reached through a socat relay on the bridge's gateway
+ * address (accepting the bridge's subnet only); all removed at teardown.
+ * @returns once every replica is live. @throws when socat is missing or a replica is not live within 60 s.
+ */
+export async function startReplicas(t: TestContext, image: string, count: number, token: string, env: Record<string, string>): Promise<Replica[]> {
+  const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
+  const target = new URL(schema.url)
+  // IP_FREEBIND (SOL_IP 0, option 15) before bind: the bridge's address exists only once a container is on it.
+  const listen = `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,reuseaddr,fork,backlog=128,range=${bridge.subnet}`
+  const relay = spawn('socat', ['-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`], { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  relay.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  relay.on('error', () => {})
+  const exited = once(relay, 'close')
+  t.teardown(async () => {
+    relay.kill()
+    await exited
+  })
+  await waitUntil(`socat to listen on ${bridge.gateway}:${port}`, 5000, async () => {
+    if (relay.exitCode !== null || relay.pid === undefined) throw new Error(`socat (apt-get install socat) did not start: ${stderr || 'not found'}`)
+    return / listening on /.test(stderr)
+  })
+  Object.assign(target, { hostname: bridge.gateway, port: String(port) })
+  const all = { DATABASE_URL: target.toString(), LOG_LEVEL: 'info', ...env }
+  const options = [...hardened(tokensFile(t, token)), ...Object.entries(all).flatMap(([name, value]) => ['--env', `${name}=${value}`])]
+  return Promise.all(
+    Array.from({ length: count }, async () => {
+      const container = await runContainer(t, image, options, 60_000)
+      const address = await container.inspect('{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}')
+      return { ...container, address, upstream: new URL(container.url).host }
+    }),
+  )
+}
+
+/** One JSON log line of the service. */
+type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
+
+/**
+ * The "request completed" line of request `requestId`, from whichever replica wrote it
+ * (podman's log may trail the response: waits at most 10 s). @throws when none does.
+ */
+export async function requestLine(replicas: readonly Replica[], requestId: string): Promise<{ line: LogLine; replica: Replica }> {
+  let found: { line: LogLine; replica: Replica } | undefined
+  await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {
+    for (const replica of replicas) {
+      const lines = (await replica.logs()).split('\n').filter((line) => line.startsWith('{'))
+      const line = lines.map((text) => JSON.parse(text) as LogLine).find((entry) => entry.requestId === requestId && entry.msg === 'request completed')
+      if (line) found = { line, replica }
+    }
+    return found !== undefined
+  })
+  return found!
 }
