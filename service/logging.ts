@@ -42,10 +42,14 @@ export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
 const LOG_BUFFER_BYTES = 4096
 const LOG_FLUSH_INTERVAL_MS = 1000
 
-/** Pretty lines on a terminal; else buffered JSON lines to stdout, flushed every second and at exit by pino. */
+/**
+ * Pretty lines on a terminal; else JSON lines to stdout in synchronous writes of at least
+ * 4 KiB, flushed every second and at exit. Synchronous: a slow log reader holds the
+ * service instead of growing its memory (docs/operations.md, "Logs").
+ */
 export function processLogging(level: string, terminal: boolean): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
   if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
-  const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: false })
+  const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
   setInterval(() => stdout.flush(), LOG_FLUSH_INTERVAL_MS).unref()
   return { options: { ...loggerOptions(level, false), stream: stdout }, flush: () => stdout.flush() }
 }

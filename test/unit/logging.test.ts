@@ -56,6 +56,6 @@ t.test('the process logs pretty on a terminal, else JSON through a buffered stdo
   t.doesNotThrow(() => terminal.flush())
   const piped = processLogging('info', false)
   t.equal(piped.options.transport, undefined)
-  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: false }, "stdout through pino's buffered destination")
+  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "stdout through pino's buffered destination")
   t.doesNotThrow(() => piped.flush())
 })
