@@ -1,7 +1,6 @@
 /**
- * Test helpers: build the application for one test (`build(t)`, closed when the test
- * ends) on a store of its own, the test tokens and configuration, PostgreSQL schemas,
- * and a sink for log lines. Checks against the contract are in `contract.ts`.
+ * The application for one test (`build(t)`, closed at its end) on a store of its own;
+ * the test tokens and configuration, PostgreSQL schemas, a sink for log lines.
  *
  * @module
  */
@@ -24,24 +23,15 @@ import type { StoreOptions } from '../../service/store/store.js'
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
 
-/**
- * `TEST_DATABASE_URL`: when set (`postgres://…`), every app the helpers build stores
- * into PostgreSQL, each in a schema of its own; unset, into the embedded store.
- */
+/** `TEST_DATABASE_URL` (`postgres://…`): every app built stores there, in a schema of its own; unset, the embedded store. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
-/**
- * PostgreSQL for tests that need it whatever store the suite runs on: that of
- * {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the server `npm test` starts
- * for its run, see `test/run/run.ts`), else one at 127.0.0.1:5432.
- */
+/** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
 export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/** A PostgreSQL schema of one test: a URL that selects it, and a client inside it. */
+/** A PostgreSQL schema of one test: a URL whose connections use it (`search_path`), and a client inside it. */
 export interface PostgresSchema {
-  /** `postgres://` URL whose connections use the schema (`search_path`). */
   readonly url: string
-  /** A connection whose `search_path` is the schema. */
   readonly client: pg.Client
 }
 
@@ -60,12 +50,8 @@ export async function postgresSchema(t: TestContext): Promise<PostgresSchema> {
   return { url: url.toString(), client }
 }
 
-/**
- * A fresh store for one test: a data directory, and with {@link TEST_DATABASE_URL}
- * an empty PostgreSQL schema. Pass the result to {@link build} to share it between apps.
- */
+/** A fresh store (a data directory; with {@link TEST_DATABASE_URL} a schema), removed at teardown; pass it to {@link build} to share it. */
 export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
-  // A directory of its own (t.testdir() is one per test and is emptied on every call).
   const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   if (TEST_DATABASE_URL === undefined) return { dataDir, databaseUrl: undefined }
@@ -96,17 +82,10 @@ export const OTHER_TOKEN = 'rotated-token-Pw5eT9yU3iO7aS1dG6hJ0kL4zX8c'
 /** Headers of an authenticated JSON request. */
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
-/**
- * Limits that tests other than their own must not meet: many requests from one
- * address and token (rate limits), and the event-loop delay of a busy test machine
- * (load shedding). A test of a limit turns it on in its overrides.
- */
+/** Limits off (rate limits, load shedding on a busy machine): a test of a limit turns it on. */
 export const LIMITS_OFF = { RATE_LIMIT_MAX: '0', AUTH_FAILURE_LIMIT_MAX: '0', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' } as const
 
-/**
- * The configuration of a test app: `loadConfig`'s defaults (one place for them),
- * both test tokens, {@link LIMITS_OFF}, then `overrides`.
- */
+/** A test app's configuration: `loadConfig`'s defaults, both test tokens, {@link LIMITS_OFF}, then `overrides`. */
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }), ...overrides }
 }
@@ -117,11 +96,8 @@ export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOption
 }
 
 /**
- * Builds the application on a fresh store (see {@link freshStore}), closed when the
- * test ends.
- * @param overrides - configuration to change; `dataDir`/`databaseUrl` (e.g. from
- *   {@link freshStore}) reuse a store, to restart on the same data.
- * @param logger - Fastify logger option; silent by default.
+ * Builds the application, closed at teardown, on a fresh store unless `overrides`
+ * names one (`dataDir`/`databaseUrl`, e.g. from {@link freshStore}); silent unless `logger`.
  */
 export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
   const store = overrides.dataDir === undefined && overrides.databaseUrl === undefined ? await freshStore(t) : {}
@@ -130,12 +106,7 @@ export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, 
   return app
 }
 
-/**
- * Builds the application on the PostgreSQL of `overrides.databaseUrl`, migrated
- * beforehand with the default timeouts, so that a test's own deadlines never apply to
- * start-up: with `MIGRATE_ON_START` false it opens no connection before its first
- * request. Closed when the test ends.
- */
+/** Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts (a test's deadlines never apply to start-up). */
 export async function migratedApp(t: TestContext, overrides: Partial<AppConfig> & { databaseUrl: string }): Promise<FastifyInstance> {
   const { dataDir } = await freshStore(t)
   const store = openStore(storeOptions({ dataDir, databaseUrl: overrides.databaseUrl }))
@@ -143,28 +114,23 @@ export async function migratedApp(t: TestContext, overrides: Partial<AppConfig> 
   return build(t, { dataDir, ...overrides, migrateOnStart: false })
 }
 
-/**
- * Builds the application and listens on a free loopback port, for tests over a
- * real socket.
- * @returns the app and its base URL, e.g. `http://127.0.0.1:41234`.
- */
+/** Builds the application listening on a free loopback port; returns it and its base URL. */
 export async function listen(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string }> {
   const app = await build(t, overrides)
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }
 }
 
-/** `onConnectionError` for stores opened directly in tests: a dropped idle connection is not a failure there. */
+/** `onConnectionError` of stores opened in tests: a dropped idle connection is no failure. */
 export function ignoreConnectionError(): void {}
 
-/** Log lines a logger wrote, parsed: `stream` is its destination (pino JSON lines). */
+/** A pino destination (`stream`) that keeps every log line, parsed, in order. */
 export interface LogSink {
   readonly stream: Writable
-  /** Every line written so far, parsed, in order. */
   readonly lines: Array<Record<string, unknown>>
 }
 
-/** A pino destination that keeps every log line, parsed. */
+/** A new {@link LogSink}. */
 export function logSink(): LogSink {
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({

@@ -1,19 +1,14 @@
 /**
- * Runs a command to its exit, for tests: `podman …`, `openssl …`, `nginx -t`,
- * `mount …`. Long-running processes a test starts and stops itself (the service,
- * nginx, etcd, Patroni) are spawned by their own helpers instead.
+ * Runs a command to its exit, for tests (`podman …`, `openssl …`, `mount …`).
  *
  * @module
  */
 import { execFile } from 'node:child_process'
 
-/** Where and how long a command runs. */
+/** The working directory, a time limit (default 120 s, then killed), and how to install the command (named when not found). */
 export interface RunOptions {
-  /** The working directory; the test's own unless given. */
   readonly cwd?: string
-  /** At most this long (default 120 s), then the command is killed and {@link run} throws. */
   readonly timeoutMs?: number
-  /** How to install the command, named when it is not found (e.g. `apt-get install podman`). */
   readonly install?: string
 }
 
@@ -23,18 +18,13 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/**
- * A command that failed: its message is one line (test reporters show only that),
- * ending with the line of its output that says most ({@link lastLine}); the last 40
- * lines of its output are in `output` (tap prints it below the message).
- */
+/** A command that failed: a one-line message ending with {@link lastLine}, the last 40 lines of its output in `output`. */
 export class CommandError extends Error {
   override readonly name = 'CommandError'
-  /** The exit code, or null when the command was killed (timeout) or not started. */
+  /** null when killed (timeout) or not started. */
   readonly exitCode: number | null
   readonly stdout: string
   readonly stderr: string
-  /** The last 40 lines of standard output, then standard error. */
   readonly output: string
 
   constructor(message: string, result: RunResult & { exitCode: number | null }) {
@@ -46,13 +36,7 @@ export class CommandError extends Error {
   }
 }
 
-/**
- * Runs `command ARGS` to its exit.
- * @returns what it wrote to standard output and standard error.
- * @throws {@link CommandError} when the command is not found, exits non-zero, or
- *   outlasts the timeout; the message names the command and carries the last line
- *   of standard error (else output) that names an error.
- */
+/** Runs `command ARGS` to its exit; returns its output. @throws {@link CommandError} when not found, failing or timed out. */
 export async function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
   const { cwd, timeoutMs = 120_000, install } = options
   return new Promise((resolve, reject) => {
@@ -69,11 +53,7 @@ export async function run(command: string, args: readonly string[], options: Run
   })
 }
 
-/**
- * An error whose message is one line, with the last 40 lines of `output` in its
- * `output` property, as {@link CommandError} has them: for failures found by
- * looking at a command's output rather than its exit.
- */
+/** An error with a one-line message and the last 40 lines of `output`, as {@link CommandError} has them. */
 export function failure(message: string, output: string): Error & { output: string } {
   return Object.assign(new Error(message), { output: tail(output) })
 }

@@ -1,10 +1,6 @@
 /**
- * What openapi.yaml says, for tests to derive from rather than restate: its operations
- * (method, path, operationId) and the methods each path allows. Checks of responses
- * against it: a response of an operation has a declared status, its media type and a
- * body of the schema declared for that status; an error of any route (404, 405, the
- * gateway's own) has the `Error` body with `error` equal to the status (openapi.yaml,
- * info.description "Errors").
+ * What openapi.yaml says, for tests to derive from rather than restate (operations, the
+ * methods of each path), and checks of responses against it.
  *
  * @module
  */
@@ -41,10 +37,7 @@ export const OPERATIONS: readonly Operation[] = Object.entries(contract.paths).f
 /** The methods of the contract's operations, upper case, sorted, each once (what CORS allows). */
 export const CONTRACT_METHODS: readonly string[] = [...new Set(OPERATIONS.map((operation) => operation.method))].sort()
 
-/**
- * The methods a path template of the contract allows, sorted: those of its operations,
- * and HEAD wherever GET is (RFC 9110 §9.3.2). What a 405's `Allow` lists.
- */
+/** The methods a path template allows, sorted, HEAD wherever GET is (RFC 9110 §9.3.2): a 405's `Allow`. */
 export function allowedMethods(path: string): string[] {
   const methods = OPERATIONS.filter((operation) => operation.path === path).map((operation) => operation.method)
   return [...new Set([...methods, ...(methods.includes('GET') ? ['HEAD'] : [])])].sort()
@@ -72,10 +65,7 @@ export function pathTemplateOf(url: string): string | undefined {
   )
 }
 
-/**
- * A validator of the contract's schema at `pointer`, e.g.
- * `#/components/schemas/NewPlant`; compiled once.
- */
+/** A validator of the contract's schema at `pointer` (e.g. `#/components/schemas/NewPlant`), compiled once. */
 export function schemaAt(pointer: string): ValidateFunction {
   let validate = validators.get(pointer)
   if (validate === undefined) {
@@ -119,13 +109,7 @@ export interface RequestLine {
   readonly url: string
 }
 
-/**
- * Checks a response of an operation against the contract: its status is declared,
- * its content type is the declared one, and its body matches the declared schema.
- *
- * @param request - the request it answers; `POST /plants` unless given.
- * @returns a list of problems; empty when the response conforms.
- */
+/** The problems of a response to `request` (`POST /plants` unless given): undeclared status, media type or body; none when it conforms. */
 export function contractViolations(response: AnyResponse, request: RequestLine = { method: 'POST', url: '/plants' }): string[] {
   const path = pathTemplateOf(request.url)
   const method = request.method.toLowerCase()
@@ -141,10 +125,7 @@ export function contractViolations(response: AnyResponse, request: RequestLine =
   return bodyProblems(response, schemaAt(`${pointer}/content/application~1json/schema`))
 }
 
-/**
- * Asserts that `response` is `status` with the contract's `Error` body (JSON), its
- * `error` equal to the status: for any route and for what a gateway answers itself.
- */
+/** Asserts that `response` is `status` with the `Error` body, `error` equal to the status (any route, or a gateway's own). */
 export function assertErrorBody(t: Test, response: AnyResponse, status: number): void {
   t.equal(response.statusCode, status, `status ${status}`)
   const problems = bodyProblems(response, schemaAt('#/components/schemas/Error'))

@@ -25,10 +25,7 @@ export function onPath(command: string): boolean {
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
 }
 
-/**
- * A loopback port nothing listens on (taken from the OS, then released): to listen
- * on, or to connect to and be refused.
- */
+/** A loopback port nothing listens on (taken from the OS, then released). */
 export async function freePort(): Promise<number> {
   const server = createServer().listen(0, '127.0.0.1')
   await once(server, 'listening')

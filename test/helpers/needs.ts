@@ -1,9 +1,6 @@
 /**
- * What a test needs from the machine beyond Node and `npm ci`, and the skip that
- * names it when it is absent. A test never passes silently without what it needs:
- * `t.test(name, requires('redis'), …)` skips with a one-line reason naming the
- * missing piece and how to get it. `npm test` and its siblings (`test/run.ts`)
- * list every skip at the end, and under `CI=true` a skip fails the run.
+ * What a test needs beyond Node and `npm ci`: `t.test(name, requires('redis'), …)` skips
+ * naming what is missing and how to get it; the test run lists every skip.
  *
  * @module
  */
@@ -17,10 +14,7 @@ export type Need = 'redis' | 'root' | 'chromium'
 /** Debian's Chromium, the browser the browser tests drive. */
 export const CHROMIUM = '/usr/bin/chromium'
 
-/**
- * `TEST_REDIS_URL` (`redis://…`): the Redis the test run started (`npm run
- * test:services` starts `redis-server` when it is installed), or one named by hand.
- */
+/** `TEST_REDIS_URL`: the Redis the test run started, or one named by hand. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
 
 /** Why `need` is missing on this machine, or undefined when it is there. */
@@ -35,10 +29,7 @@ export function missing(need: Need): string | undefined {
   }
 }
 
-/**
- * Options for `t.test`: `{ skip: reason }` when any of `needs` is missing (the
- * reasons joined; the skip is recorded for the run's closing list), else `{}`.
- */
+/** Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list), else `{}`. */
 export function requires(...needs: Need[]): { skip?: string } {
   const reasons = needs.map(missing).filter((reason) => reason !== undefined)
   if (reasons.length === 0) return {}
@@ -47,10 +38,7 @@ export function requires(...needs: Need[]): { skip?: string } {
   return { skip }
 }
 
-/**
- * Appends `reason` with the test file's path to `TEST_SKIPS_FILE`, where the test
- * run collects every skip to list them at its end (nothing when it is unset).
- */
+/** Appends `reason` and the test file to `TEST_SKIPS_FILE`, if set. */
 function recordSkip(reason: string): void {
   const file = process.env.TEST_SKIPS_FILE
   if (file === undefined) return

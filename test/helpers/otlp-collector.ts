@@ -1,8 +1,6 @@
 /**
- * A trace collector for tests: an HTTP server that receives OTLP/HTTP exports
- * (`POST /v1/traces`, protobuf) and decodes them with the official OpenTelemetry
- * protocol definitions (`test/fixtures/opentelemetry-proto`, read by protobufjs),
- * as a real collector would. A tracing test asserts on the spans it received.
+ * A trace collector: receives OTLP/HTTP exports (`POST /v1/traces`, protobuf) and decodes
+ * them with the official definitions (`test/fixtures/opentelemetry-proto`).
  *
  * @module
  */
@@ -42,19 +40,14 @@ export interface ExportedSpan {
   readonly service: string
 }
 
-/** A running collector. */
+/**
+ * A running collector: its URL (`OTEL_EXPORTER_OTLP_ENDPOINT`), the spans and export
+ * requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after `deadlineMs`.
+ */
 export interface Collector {
-  /** Its base URL, the value of `OTEL_EXPORTER_OTLP_ENDPOINT`. */
   readonly url: string
-  /** Every span received so far, in order. */
   readonly spans: ExportedSpan[]
-  /** Each export request's path and `Content-Type`, in order. */
   readonly requests: Array<{ readonly path: string; readonly contentType: string }>
-  /**
-   * Waits until `done(spans)` holds for the spans received; the exporter sends in
-   * batches, after its own delay.
-   * @returns the spans then. @throws after `deadlineMs`, listing what came.
-   */
   waitFor(done: (spans: ExportedSpan[]) => boolean, deadlineMs?: number): Promise<ExportedSpan[]>
 }
 

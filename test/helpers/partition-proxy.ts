@@ -9,23 +9,16 @@ import { once } from 'node:events'
 import { connect, createServer, type Socket } from 'node:net'
 import type { TestContext } from './app.js'
 
-/** A {@link partitionProxy}. */
+/**
+ * A {@link partitionProxy}: its `postgres://` URL; `partition` stops bytes both ways (new
+ * connections held), `heal` forwards again, `healNew` forwards new connections only (held
+ * ones stay held, as after a failover), `cut` closes all and refuses new ones until `heal`.
+ */
 export interface PartitionProxy {
-  /** `postgres://` URL through the proxy (same database and options). */
   readonly url: string
-  /**
-   * Stops forwarding both ways, on open connections and on those accepted meanwhile
-   * (held unanswered); nothing is closed, nothing dropped.
-   */
   partition(): void
-  /** Forwards again: what was held goes through, held connections reach the server. */
   heal(): void
-  /**
-   * Forwards new connections again; those held stay held until {@link heal}, as if
-   * their path never came back (a failover that moved the address).
-   */
   healNew(): void
-  /** Closes every connection and refuses new ones until {@link heal}. */
   cut(): void
 }
 

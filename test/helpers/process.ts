@@ -1,7 +1,6 @@
 /**
- * Runs the real service process (`service/server.ts`, through the same TypeScript
- * loader and coverage hooks as the test itself) for tests over real sockets. A proxy
- * that cuts the service off from PostgreSQL is `partition-proxy.ts`.
+ * The real service process (`service/server.ts` through the test's own loader and
+ * coverage hooks, or the built artifact), for tests over real sockets.
  *
  * @module
  */
@@ -9,49 +8,29 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { LIMITS_OFF, type TestContext } from './app.js'
 
-/** A running service process. */
+/**
+ * A running service process: its base URL, everything it wrote so far (`output`), `stop`
+ * (a signal; resolves with the exit code), and `waitFor` a pattern in its output (the
+ * match; throws when it exits first or after {@link OUTPUT_DEADLINE_MS}).
+ */
 export interface ServiceProcess {
   readonly child: ChildProcess
-  /** Base URL, e.g. `http://127.0.0.1:41234`. */
   readonly url: string
-  /** Everything the process wrote to stdout and stderr so far. */
   output(): string
-  /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>
-  /**
-   * Waits until the output matches, for what the process writes after it listens.
-   * @returns the match. @throws when the process exits first, or after
-   *   {@link OUTPUT_DEADLINE_MS} (a guard against a hung process, not a speed limit).
-   */
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
-/**
- * How long a wait on the output of a service process may last before it fails.
- * Generous on purpose: a start that takes 2 s on an idle machine takes 20 s or more
- * on a busy one (every module goes through the TypeScript loader), and a test must
- * not depend on an idle machine. tap's own per-file timeout is the outer bound.
- */
+/** Longest wait on a service's output: a guard against a hung process, generous for a busy machine. */
 export const OUTPUT_DEADLINE_MS = 120000
 
-/**
- * Spawns `service/server.ts` with the given environment (on top of a minimal
- * one: PATH, NODE_OPTIONS for coverage) and waits until it listens.
- *
- * @throws when the process exits before listening, or does not listen within
- *   {@link OUTPUT_DEADLINE_MS}.
- */
+/** Spawns the service with `env` and waits until it listens; killed at teardown. @throws when it exits first or does not listen in time. */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
   return watchService(t, child, output)
 }
 
-/**
- * The {@link ServiceProcess} of a service process a test spawned itself (stdout and
- * stderr piped, gathered by {@link collectOutput}), once it listens; killed at teardown.
- *
- * @throws as {@link startService} does.
- */
+/** The {@link ServiceProcess} of a process a test spawned itself (output gathered by {@link collectOutput}), once it listens. */
 export async function watchService(t: TestContext, child: ChildProcess, output: () => string): Promise<ServiceProcess> {
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
   const exited = once(child, 'close')
@@ -95,10 +74,7 @@ export async function watchService(t: TestContext, child: ChildProcess, output: 
   }
 }
 
-/**
- * The `request completed` log line of the request with this `X-Request-Id`, parsed;
- * waits for it (see {@link ServiceProcess.waitFor}).
- */
+/** The `request completed` log line of the request with this `X-Request-Id`, parsed, once written. */
 export async function completedLogLine(service: ServiceProcess, requestId: string): Promise<Record<string, unknown>> {
   const [line] = await service.waitFor(new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'))
   return JSON.parse(line) as Record<string, unknown>
@@ -110,42 +86,25 @@ export interface RunAs {
   readonly gid: number
 }
 
-/**
- * Runs the service until it exits by itself (a start that must fail).
- * @param runAs - user and group to run it as; the test's own when omitted.
- * @returns its exit code and its output.
- */
+/** Runs the service (as `runAs`, else the test's user) until it exits by itself; returns its exit code and output. */
 export async function runToExit(env: Record<string, string>, runAs?: RunAs): Promise<{ code: number | null; output: string }> {
   const { child, output } = spawnService(env, runAs)
   const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
 }
 
-/**
- * What a service process inherits from the test process: PATH, and the settings of
- * tap's TypeScript loader and coverage (so it transpiles without type checking and
- * reports coverage like the test). Nothing else: no configuration leaks in.
- */
+/** What a service process inherits: PATH and tap's loader and coverage settings; no configuration. */
 function inherited(): Record<string, string | undefined> {
   return Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name)))
 }
 
-/**
- * The built artifact to run instead of `service/server.ts` (`TEST_SERVICE_SCRIPT`,
- * e.g. `dist/service/server.js` after `npm run build`), with plain Node: the
- * process tests then test what the image and `npm start` run.
- */
+/** `TEST_SERVICE_SCRIPT` (e.g. `dist/service/server.js`): the built artifact to run with plain Node instead. */
 const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
 
 /** Whether service processes run {@link ARTIFACT} under plain Node, without tap's loader hooks. */
 export const RUNS_ARTIFACT = ARTIFACT !== undefined
 
-/**
- * Spawns `service/server.ts` (or {@link ARTIFACT}) with the given environment on
- * top of the inherited one, on loopback, a free port and {@link LIMITS_OFF} (a test
- * of a limit sets it). Node's compile cache is off unless `env` unsets
- * `NODE_DISABLE_COMPILE_CACHE`: code loaded from the cache reports no coverage.
- */
+/** Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`; no compile cache (its code reports no coverage). */
 function spawnService(env: Record<string, string | undefined>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
   const command = ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT]
   const child = spawn(process.execPath, command, {
