@@ -1,6 +1,6 @@
 /**
- * Group commit: concurrent creates share one transaction, and each still gets its
- * own durable outcome (created, replayed, conflict), including when a batch fails.
+ * Group commit: concurrent creates share one transaction, each with its own durable
+ * outcome (created, replayed, conflict), also when a batch fails; no deadlock.
  */
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
@@ -24,13 +24,7 @@ t.test('concurrent saves go out in one transaction, each answered with its own o
   const repo = await repository(t)
   const batches: number[] = []
   const group = new GroupCommit(repo, { maxBatch: 100, maxInFlight: 1, onBatch: (size) => batches.push(size) })
-  const outcomes = await Promise.all([
-    group.save(plant(1n, 'a')),
-    group.save(plant(2n, 'b', 'x')),
-    group.save(plant(1n, 'a')),
-    group.save(plant(1n, 'changed')),
-    group.save(plant(2n, 'b')),
-  ])
+  const outcomes = await Promise.all([group.save(plant(1n, 'a')), group.save(plant(2n, 'b', 'x')), group.save(plant(1n, 'a')), group.save(plant(1n, 'changed')), group.save(plant(2n, 'b'))])
   t.same(batches, [5], 'one transaction for five saves')
   t.same(
     outcomes.map((outcome) => outcome.status),
@@ -86,43 +80,16 @@ t.test('a store outage fails the whole batch with StoreUnavailableError, without
   t.equal(calls, 1)
 })
 
-t.test('several transactions in flight when the store allows it (PostgreSQL pool)', async (t) => {
-  let inFlight = 0
-  let most = 0
-  const writer = {
-    saveAll: async (plants: readonly PlantRecord[]) => {
-      most = Math.max(most, ++inFlight)
-      await new Promise((resolve) => setImmediate(resolve))
-      inFlight--
-      return plants.map((p) => ({ status: 'created' as const, stored: p }))
-    },
-  }
-  const group = new GroupCommit(writer, { maxBatch: 2, maxInFlight: 3 })
-  await Promise.all(Array.from({ length: 12 }, (_, i) => group.save(plant(BigInt(i), 'x'))))
-  t.equal(most, 3)
-})
-
 t.test('the repository rolls a failed transaction back: nothing of it is stored', async (t) => {
   const repo = await repository(t)
   // A name the store refuses mid-transaction: PostgreSQL rejects NUL in text; on
   // SQLite, a value of a type better-sqlite3 cannot bind.
   const bad = { id: 2n, name: (TEST_DATABASE_URL ? 'nul\u0000' : { not: 'text' }) as string, tag: null }
   await t.rejects(repo.saveAll([plant(1n, 'good'), bad]))
-  t.same((await repo.saveAll([plant(1n, 'good')])).map((outcome) => outcome.status), ['created'], 'the good plant of the failed transaction was not stored')
-})
-
-t.test('two batches of the same size each store their own rows as given, across the int64 range', async (t) => {
-  const repo = await repository(t)
-  const first = [plant(10n, 'a', 'x'), plant(11n, 'b'), plant(9007199254740993n, 'c', 'y')]
-  const second = [plant(-9223372036854775808n, 'd'), plant(21n, 'e', 'z'), plant(9223372036854775807n, 'f', 'w')]
-  t.same((await repo.saveAll(first)).map((outcome) => outcome.status), ['created', 'created', 'created'])
-  t.same((await repo.saveAll(second)).map((outcome) => outcome.status), ['created', 'created', 'created'])
-  // Each row was stored with its own id, name and tag: the same content replays, any other conflicts.
-  const replays = await repo.saveAll([...first, ...second])
-  t.same(replays.map((outcome) => outcome.status), Array(6).fill('replayed'))
   t.same(
-    replays.map((outcome) => outcome.stored),
-    [...first, ...second],
+    (await repo.saveAll([plant(1n, 'good')])).map((outcome) => outcome.status),
+    ['created'],
+    'the good plant of the failed transaction was not stored',
   )
 })
 
@@ -136,10 +103,10 @@ t.test('PostgreSQL: concurrent batches over the same ids take their row locks in
   await stats.connect()
   t.teardown(() => stats.end())
   const before = await deadlocks(stats)
-  // Ten batches of ten in flight, over the same twenty ids, each in random order and
-  // with one of two contents; rounds on fresh ids, as a row once committed locks nothing.
+  // Ten batches of ten in flight over the same twenty ids, in random order, one of two
+  // contents each; rounds on fresh ids (a committed row locks nothing).
   const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
-  for (let round = 0; round < 5; round++) {
+  for (let round = 0; round < 3; round++) {
     const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
     const plants = shuffled(Array.from({ length: 200 }, (_, i) => plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`)))
     const outcomes = await Promise.all(plants.map((p) => group.save(p)))
@@ -185,13 +152,9 @@ async function postgresDatabase(t: Parameters<typeof freshStore>[0]): Promise<st
   return url.toString()
 }
 
-/**
- * `pg_stat_database.deadlocks` of the database `client` is connected to, once every other
- * session of it has ended (`settled`): a session hands its counts over by the time it
- * leaves `pg_stat_activity`, or within a second of going idle.
- */
+/** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their counts over). */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {
-  for (const deadline = Date.now() + 30000; settled && Date.now() < deadline; ) {
+  for (const deadline = Date.now() + 30000; settled && Date.now() < deadline;) {
     const { rows } = await client.query('select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
     if (rows[0].others === 0) break
     await new Promise((resolve) => setTimeout(resolve, 20))
