@@ -1,14 +1,9 @@
 /**
- * `compose.yaml` run as written with podman-compose (Debian's 1.0.3), from a directory of
- * the test's own holding a verbatim copy, under a project name of its own: the secrets
- * made by the commands at its top, `up -d`, every container healthy (the test runs the
- * health checks: they run on a timer only under systemd), each replica hardened, reading
- * its secrets, storing a plant the other replays (one database), then `down -v`.
- *
- * The image under test is tagged with the name compose.yaml gives the image it builds,
- * so podman-compose does not build it again; the tag it replaced is put back. What
- * podman-compose 1.0.3 leaves behind (the network, the replicas' anonymous volumes) is
- * removed at teardown.
+ * `compose.yaml` as written, with podman-compose 1.0.3, from a verbatim copy in a directory
+ * of the test's own: the secrets made by the commands at its top, `up -d`, every container
+ * healthy (the test runs the health checks: no systemd timer here), each replica hardened
+ * and reading its secrets, a plant on each replayed by the other (one database), `down -v`.
+ * The image under test is tagged with compose.yaml's image name, so nothing is built.
  *
  * @module
  */

@@ -1,12 +1,8 @@
 /**
- * The example gateway (`deploy/nginx/`, real nginx, TLS, the service under its path
- * prefix) in front of two hardened containers of the image on one PostgreSQL; each
- * replica trusts `X-Forwarded-*` from the gateway's address as the containers see it
- * (the host's address on podman's bridge) and nothing else. Through it: the contract,
- * both replicas over kept-alive connections, the client's address in the logs and as
- * the key of the failed-authentication limit (unspoofable), the gateway's 413, Swagger
- * UI in Chromium (screenshots in `artifacts/`), clients that cut the connection, and
- * the 502 once every replica is stopped. nginx on its own: `test/deploy/nginx.test.ts`.
+ * The example gateway (`deploy/nginx/`) in front of two hardened containers of the image
+ * on one PostgreSQL, each trusting `X-Forwarded-*` from the gateway's address on podman's
+ * bridge only: the contract through it, the client's address and the failed-authentication
+ * limit per address, the 413, Swagger UI in Chromium, clients that cut the connection, the 502.
  *
  * @module
  */
@@ -23,11 +19,8 @@ import { createsPlantThroughGateway, launchChromium } from '../helpers/swagger-u
 
 t.setTimeout(20 * 60_000)
 
-/** Loopback addresses of two clients, neither the gateway's. */
-const CLIENT = '127.0.0.2'
-const OTHER_CLIENT = '127.0.0.3'
-/** Failed authentications a replica takes from one client address per window before it answers 429. */
-const FAILURE_LIMIT = 3
+/** Loopback addresses of two clients, neither the gateway's; failed authentications per address and replica before 429. */
+const [CLIENT, OTHER_CLIENT, FAILURE_LIMIT] = ['127.0.0.2', '127.0.0.3', 3] as const
 
 const token = randomToken()
 const AUTHORIZED = authorized(token)
@@ -42,8 +35,7 @@ const replicas = await startReplicas(t, image, 2, token, {
   AUTH_FAILURE_LIMIT_WINDOW_MS: '3600000',
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
 })
-const upstreams = replicas.map((replica) => replica.upstream)
-const gateway = await startGateway(t, { upstreams })
+const gateway = await startGateway(t, { upstreams: replicas.map((replica) => replica.upstream) })
 
 /** POST /plants with `body` straight to `replica`'s published port, from the host. */
 const direct = (replica: Replica, body: string) => postPlant(replica.url, body, { headers: AUTHORIZED })
@@ -123,7 +115,7 @@ t.test('failed authentications are limited per client address: 429 for that addr
   const wrong = { ...AUTHORIZED, Authorization: `Bearer ${WRONG_TOKEN}` }
   // Each replica counts on its own (no RATE_LIMIT_REDIS_URL): through the gateway an
   // address gets FAILURE_LIMIT failures on each before both answer 429.
-  const answers = new Map<string, number[]>(upstreams.map((upstream) => [upstream, []]))
+  const answers = new Map<string, number[]>(replicas.map((replica) => [replica.upstream, []]))
   const exhausted = (): boolean => [...answers.values()].every((statuses) => statuses.includes(429))
   for (let attempt = 0; attempt < 10 * FAILURE_LIMIT && !exhausted(); attempt++) {
     const response = await send(gateway, post(`{"id":${500 + attempt},"name":"Fern"}`, wrong), CLIENT)
@@ -157,11 +149,8 @@ t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the 
 
   const tooLarge = bodyOf(bodyLimit + 1, 201)
   const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
-  for (const [what, raw] of [
-    ['with a token', post(tooLarge, AUTHORIZED)],
-    ['without a token', post(tooLarge, { 'Content-Type': 'application/json' })],
-    ['chunked, without Content-Length', chunked],
-  ] as const) {
+  const requests = { 'with a token': post(tooLarge, AUTHORIZED), 'without a token': post(tooLarge, { 'Content-Type': 'application/json' }), 'chunked, without Content-Length': chunked }
+  for (const [what, raw] of Object.entries(requests)) {
     const response = await send(gateway, raw)
     errorBody(t, response, 413)
     t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
@@ -173,12 +162,10 @@ t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the 
 })
 
 // With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/'; the service redirects /docs to docs/.
-for (const [docsPath, id, screenshot] of [
-  [`${GATEWAY_PREFIX}/docs/`, 4444, 'swagger-ui-gateway.png'],
-  [`${GATEWAY_PREFIX}/docs`, 4545, 'swagger-ui-gateway-no-slash.png'],
-] as const) {
+for (const slash of ['/', '']) {
+  const [docsPath, screenshot] = [`${GATEWAY_PREFIX}/docs${slash}`, `swagger-ui-gateway${slash ? '' : '-no-slash'}.png`]
   t.test(`Swagger UI at ${docsPath} in Chromium: Authorize, Try it out → Execute creates the plant through the gateway`, (t) =>
-    createsPlantThroughGateway(t, browser, gateway, { docsPath, token, plant: { id, name: 'Calathea orbifolia', tag: 'shade' }, screenshot }),
+    createsPlantThroughGateway(t, browser, gateway, { docsPath, token, plant: { id: slash ? 4444 : 4545, name: 'Calathea orbifolia', tag: 'shade' }, screenshot }),
   )
 }
 

@@ -61,11 +61,7 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
   writeFileSync(join(dir, 'upstreams.conf'), upstreams.map((address) => `server ${address}${SERVER_PARAMETERS};\n`).join(''))
   const log = () => (existsSync(join(dir, 'access.log')) ? readFileSync(join(dir, 'access.log'), 'utf8') : '')
   // Whole lines only: the last one may still be on its way.
-  const accessLog = () =>
-    log()
-      .split('\n')
-      .slice(0, -1)
-      .map((line) => JSON.parse(line) as Record<string, unknown>)
+  const accessLog = () => (log().match(/.+\n/g) ?? []).map((line) => JSON.parse(line) as Record<string, unknown>)
 
   // A port found free may be taken before nginx binds it: try another.
   for (let attempt = 1; ; attempt++) {
@@ -79,20 +75,14 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGQUIT')
       await exited
     })
-    const listening = await waitUntil('nginx to listen', 10_000, async () => {
+    const failure = await waitUntil('nginx to listen', 10_000, async () => {
       if (child.exitCode !== null) throw new Error(stderr)
-      const socket = connect(port, '127.0.0.1')
-      return once(socket, 'connect')
-        .then(
-          () => true,
-          () => false,
-        )
-        .finally(() => socket.destroy())
-    }).then(
-      () => undefined,
-      (error: Error) => error,
-    )
-    if (listening === undefined) {
+      const socket = connect(port, '127.0.0.1').on('error', () => {})
+      const accepted = await once(socket, 'connect').then(Boolean, () => false)
+      socket.destroy()
+      return accepted
+    }).catch((error: Error) => error)
+    if (failure === undefined) {
       const origin = `https://127.0.0.1:${port}`
       const accessEntry = async (requestId: string) => {
         await waitUntil(`the access log entry of ${requestId}:\n${log()}`, 5000, async () => accessLog().some((line) => line.requestId === requestId))
@@ -101,7 +91,7 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
       return { origin, url: `${origin}${GATEWAY_PREFIX}`, ca: readFileSync(cert, 'utf8'), accessLog, accessEntry }
     }
     child.kill('SIGKILL')
-    if (!/Address already in use/.test(listening.message) || attempt === 3) throw new Error(`nginx did not start: ${listening.message}`)
+    if (!/Address already in use/.test(failure.message) || attempt === 3) throw new Error(`nginx did not start: ${failure.message}`)
   }
 }
 

@@ -74,6 +74,15 @@ const procStat = (pid: number | string): string[] | undefined => {
 /** A zombie counts as gone: nothing may reap it here. */
 const gone = (pid: number): boolean => (procStat(pid)?.[0] ?? 'Z') === 'Z'
 
+/** `kill -9 pid`; a process that has exited meanwhile (a backend) is no error. */
+function killHard(pid: number): void {
+  try {
+    process.kill(pid, 'SIGKILL')
+  } catch {
+    // ESRCH: gone already
+  }
+}
+
 /** The postmaster of `dataDir` and its children (a postmaster started by Patroni is not Patroni's child). */
 function postgresProcesses(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid')
@@ -137,7 +146,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   })
 
   // Debian's etcd unit: User=etcd, EnvironmentFile=/etc/default/etcd (etcd.env: KEY=value lines).
-  const etcd = Object.fromEntries([...readFileSync(join(HA_DIR, 'etcd.env'), 'utf8').matchAll(/^\s*([A-Z_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!.trim()]))
+  const etcd = Object.fromEntries([...readFileSync(join(HA_DIR, 'etcd.env'), 'utf8').matchAll(/^\s*([A-Z0-9_]+)=(.*)$/gm)].map((match) => [match[1]!, match[2]!.trim()]))
   const [peer, client] = [`http://127.0.0.1:${etcdPeer}`, `http://127.0.0.1:${etcdClient}`]
   const asUser = (id: number, group: number, command: string) => [`--reuid=${id}`, `--regid=${group}`, '--init-groups', command]
   const urls = { ETCD_LISTEN_CLIENT_URLS: client, ETCD_ADVERTISE_CLIENT_URLS: client, ETCD_LISTEN_PEER_URLS: peer, ETCD_INITIAL_ADVERTISE_PEER_URLS: peer }
@@ -169,7 +178,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are gone. */
       async kill() {
         const pids = [...(patroni && !gone(patroni.child.pid!) ? [patroni.child.pid!] : []), ...postgresProcesses(dataDir)]
-        for (const pid of pids) process.kill(pid, 'SIGKILL')
+        for (const pid of pids) killHard(pid)
         await waitUntil(`${node.name}'s processes to be gone`, 10_000, async () => pids.every(gone))
       },
       /** What Patroni and PostgreSQL wrote (the last 64 KiB). */
