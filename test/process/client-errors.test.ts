@@ -8,21 +8,17 @@
  */
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
-import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import type { AppConfig } from '../../service/app.js'
 import { clientErrorHandler } from '../../service/errors.js'
 import { build, logSink, TOKEN } from '../helpers/app.js'
 import { assertErrorBody, contractViolations } from '../helpers/contract.js'
 import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.js'
 
-/** A listening app whose log lines (pino JSON) the test can read. */
-async function listening(t: Test, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string; logs: () => Array<Record<string, unknown>> }> {
-  const { stream, lines } = logSink()
-  const app = await build(t, overrides, { level: 'info', stream })
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  return { app, url, logs: () => lines }
-}
+// One listening app for the file, its log lines readable; a test of other timeouts has its own.
+const { stream, lines } = logSink()
+const app = await build(t, {}, { level: 'info', stream })
+const url = await app.listen({ host: '127.0.0.1', port: 0 })
+const logs = () => lines
 
 /** The response is `status` with the Error body, and a request id that the log line of the rejection carries. */
 function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
@@ -42,6 +38,7 @@ const POST = requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 
 const parserErrors: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
   ['a request line with a method no HTTP specification defines', 'BREW /plants HTTP/1.1\r\nHost: localhost\r\n\r\n', 400],
+  ['CONNECT (no 5xx for client input, no silent close)', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 400],
   ['an unknown HTTP version', 'POST /plants HTTP/9.9\r\nHost: localhost\r\n\r\n', 400],
   ['a header name with a space', `${POST}Bad Header: y\r\nContent-Length: 2\r\n\r\n{}`, 400],
   ['a control character in a header value', `${POST}X-Note: a\x01b\r\nContent-Length: 2\r\n\r\n{}`, 400],
@@ -54,34 +51,32 @@ const parserErrors: Array<[string, string, number]> = [
   ['chunk extensions over 16 KiB', `${POST}Transfer-Encoding: chunked\r\n\r\n2;${'a'.repeat(17_000)}\r\n{}\r\n0\r\n\r\n`, 413],
 ]
 
-for (const [what, request, status] of parserErrors) {
-  t.test(`${what} is ${status} with the Error body, and the connection is closed`, async (t) => {
-    const { url, logs } = await listening(t)
+t.test('what the HTTP parser refuses is answered with the Error body and the connection closed', async (t) => {
+  for (const [what, request, status] of parserErrors) {
     const response = await exchange({ url }, request)
+    t.equal(response.statusCode, status, what)
     rejected(t, response, status, logs())
     t.equal(response.headers.connection, 'close')
     if (request.startsWith('POST /plants HTTP/1.1')) t.same(contractViolations(response), [], 'declared for POST /plants')
-  })
-}
-
-t.test('headers not complete within HEADERS_TIMEOUT_MS: 408 with the Error body', async (t) => {
-  const { url, logs } = await listening(t, { headersTimeoutMs: 300, requestTimeoutMs: 5000 })
-  const response = await exchange({ url }, `${POST}Content-Length: 2\r\n`)
-  rejected(t, response, 408, logs())
-  t.same(contractViolations(response), [])
-  t.ok(response.elapsedMs >= 300, `not before the timeout (${response.elapsedMs} ms)`)
+  }
 })
 
-t.test('a body not complete within REQUEST_TIMEOUT_MS: 408 with the Error body', async (t) => {
-  const { url, logs } = await listening(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 })
-  const response = await exchange({ url }, `${POST}Content-Length: 20\r\n\r\n{"id":1,`)
-  rejected(t, response, 408, logs())
-  t.same(contractViolations(response), [])
-  t.ok(response.elapsedMs >= 600, `not before the timeout (${response.elapsedMs} ms)`)
+t.test('headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, not before', async (t) => {
+  const { stream, lines } = logSink()
+  const slow = await build(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, { level: 'info', stream })
+  const url = await slow.listen({ host: '127.0.0.1', port: 0 })
+  for (const [request, timeoutMs] of [
+    [`${POST}Content-Length: 2\r\n`, 300],
+    [`${POST}Content-Length: 20\r\n\r\n{"id":1,`, 600],
+  ] as const) {
+    const response = await exchange({ url }, request)
+    rejected(t, response, 408, lines)
+    t.same(contractViolations(response), [])
+    t.ok(response.elapsedMs >= timeoutMs, `not before the timeout (${response.elapsedMs} ms)`)
+  }
 })
 
 t.test('a request cut short (the client ends its side amid the headers) is answered 400 with the Error body', async (t) => {
-  const { url, logs } = await listening(t)
   const socket = open({ url })
   await once(socket, 'connect')
   let text = ''
@@ -91,11 +86,13 @@ t.test('a request cut short (the client ends its side amid the headers) is answe
   const [head, body] = text.split('\r\n\r\n')
   t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
   t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
-  t.ok(logs().some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'), 'what the parser found is logged')
+  t.ok(
+    logs().some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'),
+    'what the parser found is logged',
+  )
 })
 
 t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none', async (t) => {
-  const { url, logs } = await listening(t)
   const body = '{"id":1,"name":"Fern"}'
   const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
   const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
@@ -106,7 +103,6 @@ t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §
 })
 
 t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with the Error body', async (t) => {
-  const { url, logs } = await listening(t)
   for (const path of ['/plants%zz', '/docs/%C0', '/%']) {
     const response = await exchange({ url }, wholeRequest('GET', path))
     rejected(t, response, 400, logs())
@@ -114,22 +110,15 @@ t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with t
 })
 
 t.test('an expectation other than 100-continue is ignored, as the gateway does (RFC 9110 §10.1.1)', async (t) => {
-  const { url } = await listening(t)
   const body = '{"id":2,"name":"Fern"}'
   const response = await exchange({ url }, `${POST}Expect: a-miracle\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
   t.equal(response.statusCode, 200)
   t.strictSame(JSON.parse(response.body), { name: 'Fern' })
 })
 
-t.test('CONNECT is 400 with the Error body (no 5xx for client input), not a silently closed connection', async (t) => {
-  const { url, logs } = await listening(t)
-  const response = await exchange({ url }, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
-  rejected(t, response, 400, logs())
-})
-
 t.test('a client that resets its connection amid the headers gets nothing, and nothing is logged', async (t) => {
-  const { app, url, logs } = await listening(t)
   const reported = once(app.server, 'clientError') as Promise<[NodeJS.ErrnoException]>
+  const before = lines.length
   const socket = open({ url })
   await once(socket, 'connect')
   socket.write(POST)
@@ -138,7 +127,10 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
   t.equal(error.code, 'ECONNRESET')
   const after = await exchange({ url }, wholeRequest('GET', '/health/live'))
   t.equal(after.statusCode, 200, 'the service still serves')
-  t.notOk(logs().some((line) => line.msg === 'request rejected' || line.msg === 'connection failed'), 'no rejection logged')
+  t.notOk(
+    lines.slice(before).some((line) => line.msg === 'request rejected' || line.msg === 'connection failed'),
+    'no rejection logged',
+  )
 })
 
 /** A connected pair of sockets: the server's side (passed to the handler) and the client's. */
@@ -156,7 +148,6 @@ async function socketPair(t: Test): Promise<{ server: Socket; client: Socket; re
 }
 
 t.test('clientErrorHandler writes nothing over a response already begun on the connection', async (t) => {
-  const app = await build(t)
   const { server, client, received } = await socketPair(t)
   Object.assign(server, { _httpMessage: { headersSent: true } })
   clientErrorHandler.call(app, Object.assign(new Error('Parse Error: Invalid character in chunk size'), { code: 'HPE_INVALID_CHUNK_SIZE' }), server)
@@ -166,8 +157,6 @@ t.test('clientErrorHandler writes nothing over a response already begun on the c
 })
 
 t.test('clientErrorHandler answers an unexpected connection error 500 and logs it as a failure', async (t) => {
-  const { stream, lines } = logSink()
-  const app = await build(t, {}, { level: 'info', stream })
   const { server, client, received } = await socketPair(t)
   clientErrorHandler.call(app, Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
   await once(client, 'close')
