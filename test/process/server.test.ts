@@ -1,7 +1,6 @@
 /**
- * The service as a process, over real sockets: start, durability across `kill -9`
- * and restart, token handling at start-up, graceful shutdown, and
- * logs free of secrets.
+ * The service as a process, over real sockets: durability across `kill -9` and restart,
+ * token handling at start-up, graceful shutdown, starts that must fail, logs free of secrets.
  */
 import { join } from 'node:path'
 import t from 'tap'
@@ -9,21 +8,41 @@ import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
 import { postPlant } from '../helpers/post-plant.js'
 import { runToExit, startService } from '../helpers/process.js'
 
-t.test('a 200 means stored: plants survive kill -9 and a restart on the same data directory', async (t) => {
+const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
+
+t.test('a 200 means stored: plants survive kill -9 and a restart; a trace-level log holds no token; a port in use stops a start', async (t) => {
   const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' }
-  const first = await startService(t, env)
+  const first = await startService(t, { ...env, LOG_LEVEL: 'trace' })
   // ids above 2^53, written exactly into the JSON text
   const bodies = Array.from({ length: 20 }, (_, i) => `{"id":${2n ** 53n + 1n + BigInt(i)},"name":"plant ${i}"${i % 2 ? ',"tag":"odd"' : ''}}`)
   const created = await Promise.all(bodies.map((body) => postPlant(first.url, body)))
-  t.same(created.map((response) => response.statusCode), bodies.map(() => 200))
+  t.same(
+    created.map((response) => response.statusCode),
+    bodies.map(() => 200),
+  )
+  t.equal((await postPlant(first.url, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${WRONG_TOKEN}` } })).statusCode, 401)
+  t.equal((await postPlant(first.url, '{"id":')).statusCode, 400)
+  const taken = await runToExit({ ...env, DATA_DIR: join(t.testdir(), 'other'), PORT: new URL(first.url).port })
+  t.not(taken.code, 0, 'a second process on the same port exits non-zero')
+  t.match(taken.output, /EADDRINUSE/, JSON.stringify(taken))
   t.equal(await first.stop('SIGKILL'), null, 'killed, not exited')
+  t.match(first.output(), /"requestId"/, 'the run did log requests')
+  t.notMatch(first.output(), TOKEN, 'the configured token is not logged')
+  t.notMatch(first.output(), WRONG_TOKEN, 'a presented token is not logged')
 
   const second = await startService(t, env)
   const replays = await Promise.all(bodies.map((body) => postPlant(second.url, body)))
-  t.same(replays.map((response) => response.statusCode), bodies.map(() => 200), 'every plant is still there: identical content replays')
-  t.same(replays.map((response) => response.body), created.map((response) => response.body))
+  t.same(
+    replays.map((response) => response.body),
+    created.map((response) => response.body),
+    'every plant is still there: identical content replays',
+  )
   const conflicts = await Promise.all(bodies.map((body) => postPlant(second.url, body.replace('plant', 'other'))))
-  t.same(conflicts.map((response) => response.statusCode), bodies.map(() => 409), 'and different content conflicts')
+  t.same(
+    conflicts.map((response) => response.statusCode),
+    bodies.map(() => 409),
+    'and different content conflicts',
+  )
   t.equal(await second.stop(), 0)
 })
 
@@ -32,8 +51,7 @@ t.test('SIGTERM: readiness turns 503 for the drain delay while requests are stil
   t.equal((await fetch(`${service.url}/health/ready`)).status, 200)
   const exit = service.stop('SIGTERM')
   let ready = 200
-  const until = Date.now() + 2500
-  while (ready === 200 && Date.now() < until) ready = (await fetch(`${service.url}/health/ready`)).status
+  for (const until = Date.now() + 2500; ready === 200 && Date.now() < until;) ready = (await fetch(`${service.url}/health/ready`)).status
   t.equal(ready, 503, 'readiness reports draining')
   const during = await postPlant(service.url, { id: 1, name: 'Ficus' })
   t.equal(during.statusCode, 200, 'still served during the drain delay')
@@ -52,16 +70,11 @@ t.test('a reader of stdout that goes away costs the logs, never the service: it 
   t.equal(await service.stop('SIGTERM'), 0, 'and exits on SIGTERM')
 })
 
-t.test('production refuses to start without a token, and says why', async (t) => {
-  const { code, output } = await runToExit({ NODE_ENV: 'production', DATA_DIR: join(t.testdir(), 'data') })
-  t.equal(code, 1)
-  t.match(output, /Refusing to start: NODE_ENV=production and no bearer token is configured/)
-})
-
-t.test('an invalid variable stops the start with a message naming it', async (t) => {
-  const { code, output } = await runToExit({ NODE_ENV: 'test', PORT: 'eighty', DATA_DIR: join(t.testdir(), 'data') })
-  t.equal(code, 1)
-  t.match(output, /Invalid configuration: .*\bPORT\b/)
+t.test('production without a token, or an invalid variable, stops the start (exit 1) saying why', async (t) => {
+  const noToken = await runToExit({ NODE_ENV: 'production', DATA_DIR: join(t.testdir(), 'data') })
+  t.match(noToken, { code: 1, output: /Refusing to start: NODE_ENV=production and no bearer token is configured/ })
+  const invalid = await runToExit({ NODE_ENV: 'test', PORT: 'eighty', DATA_DIR: join(t.testdir(), 'data') })
+  t.match(invalid, { code: 1, output: /Invalid configuration: .*\bPORT\b/ })
 })
 
 t.test('development without a token generates one, prints it once with the Swagger UI address, and it works', async (t) => {
@@ -74,26 +87,4 @@ t.test('development without a token generates one, prints it once with the Swagg
   t.equal((await postPlant(service.url, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } })).statusCode, 200)
   t.equal((await postPlant(service.url, { id: 2, name: 'Ficus' })).statusCode, 401, 'no other token works')
   await service.stop()
-})
-
-t.test('logs of a run at trace level with real tokens contain none of them', async (t) => {
-  const wrongToken = 'wrong-token-0123456789abcdef'
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', LOG_LEVEL: 'trace' })
-  t.equal((await postPlant(service.url, { id: 1, name: 'Ficus' })).statusCode, 200)
-  t.equal((await postPlant(service.url, { id: 1, name: 'Other' })).statusCode, 409)
-  t.equal((await postPlant(service.url, { id: 2, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${wrongToken}` } })).statusCode, 401)
-  t.equal((await postPlant(service.url, '{"id":')).statusCode, 400)
-  await service.stop()
-  t.match(service.output(), /"requestId"/, 'the run did log requests')
-  t.notMatch(service.output(), TOKEN, 'the configured token is not logged')
-  t.notMatch(service.output(), wrongToken, 'a presented token is not logged')
-})
-
-t.test('a port already in use stops the start with the error, exit status not 0', async (t) => {
-  const first = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
-  const port = new URL(first.url).port
-  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', PORT: port })
-  t.not(code, 0)
-  t.match(output, /EADDRINUSE/)
-  await first.stop()
 })
