@@ -1,34 +1,14 @@
 /**
- * Response conformance judged from outside: real HTTP requests through Stoplight
- * Prism's validating proxy (`prism proxy openapi.yaml <service> --errors`), which
- * checks every response of the service against openapi.yaml (declared status,
- * content type, body schema, declared headers).
- *
- * How Prism 5.14 reports a response that breaks the contract (read from its source
- * and checked by the canary test below):
- * - every violation, of the request or the response, is listed in an
- *   `sl-violations` header (JSON array of `{location, severity, message}`);
- * - with `--errors`, an `Error`-severity response violation (wrong body, wrong
- *   content type) replaces the response by a 500 `application/problem+json`
- *   whose `type` is `https://stoplight.io/prism/errors#VIOLATIONS`; an undeclared
- *   non-2xx status is only a `Warning`, i.e. only in the header.
- * So a response conforms when it has no `sl-violations` header, is not a Prism
- * problem document, and has the status the service meant to send.
- *
- * What Prism changes in front of the service (see each instance below):
- * - with `--errors` it answers a request without a bearer token itself (401
- *   problem+json) and, unless `--validate-request=false`, any invalid request
- *   (422); the service's own answers to those are judged through an instance
- *   without `--errors`, whose header still lists every violation;
- * - it parses a JSON body with `JSON.parse` and forwards it re-serialized, so
- *   malformed JSON, duplicate names and ids beyond 2^53 never reach the service
- *   intact; those 400s are covered by `properties.test.ts` and
- *   `test/app/validation.test.ts`;
- * - in proxy mode it ignores `servers` (the relative `..` is no obstacle).
- *
- * 503 and 429 come from a second app whose store is unreachable and whose rate
- * limit is one request; 500 cannot be caused from outside; 404/405 are outside
- * the operation.
+ * Response conformance judged from outside, through Stoplight Prism's validating proxy
+ * (`prism proxy openapi.yaml <service> --errors`). Prism lists every violation in an
+ * `sl-violations` header and, with `--errors`, replaces a response with an `Error`-severity
+ * violation by a 500 problem+json (`…#VIOLATIONS`); the canary below checks that it does.
+ * So a response conforms when it has no such header, is no Prism problem, and has the status
+ * the service meant. With `--errors` Prism answers requests without a token (401) and invalid
+ * ones (422) itself: the service's own answers to those are judged through an instance without
+ * it. Prism re-serializes JSON bodies, so malformed JSON and ids past 2^53 are tested in
+ * properties.test.ts and test/app. 503 and 429 come from a second app (store unreachable,
+ * rate limit of one).
  *
  * @module
  */
@@ -50,21 +30,11 @@ import { type PlantBody, postPlant } from '../helpers/post-plant.js'
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
 const PRISM_BIN = join(dirname(PRISM_PACKAGE), (require(PRISM_PACKAGE) as { bin: { prism: string } }).bin.prism)
-/**
- * Milliseconds Prism may take to start, and any one request to be answered: guards
- * against a hung process, not speed limits. Prism takes about 5 s to start on an
- * idle machine and over 30 s when both cores are busy.
- */
+/** Guards against a hung Prism (start, and one request), not speed limits: a start takes 30 s on a busy machine. */
 const START_TIMEOUT_MS = 180_000
 const REQUEST_TIMEOUT_MS = 60_000
 
-/**
- * Starts `prism proxy <contract> <upstream>` on a free loopback port (port 0; Prism
- * prints the URL it listens on), waits until it answers HTTP, and kills it at teardown.
- * @returns Prism's base URL.
- * @throws when Prism exits or is not ready within {@link START_TIMEOUT_MS}; the
- *   message carries its output.
- */
+/** Starts `prism proxy <contract> <upstream>` on a free port until it answers; killed at teardown. @returns its URL. @throws with its output when it exits or is not ready in time. */
 async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]): Promise<string> {
   const args = [PRISM_BIN, 'proxy', contract, upstream, '--host', '127.0.0.1', '--port', '0', '--multiprocess=false', ...flags]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } })
@@ -183,7 +153,11 @@ const [strict, lenient, strictDegraded, canary] = await Promise.all([
 
 /** Asserts that Prism found nothing wrong with the service's response, and that it was the service's. */
 function conforms(t: Test, judged: Judgement, status: number): void {
-  t.same(judged.violations.filter((v) => v.location[0] === 'response'), [], 'no response violation in sl-violations')
+  t.same(
+    judged.violations.filter((v) => v.location[0] === 'response'),
+    [],
+    'no response violation in sl-violations',
+  )
   t.equal(judged.prismProblem, undefined, 'not a problem document generated by Prism')
   t.equal(judged.status, status, `the service answered ${status}`)
   t.equal((JSON.parse(judged.body) as { error?: number }).error, status === 200 ? undefined : status, 'the body is the service’s')

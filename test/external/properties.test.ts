@@ -1,15 +1,11 @@
 /**
- * Generated inputs (fast-check): NewPlants drawn from the contract's schema are
- * answered 200 with the Plant sent, and a replay gets the same; mutated bodies get
- * the contract's 400, 413 or 415 with the `Error` body, never a 5xx; without a valid
- * token anything gets 401 (openapi.yaml, info.description and responses).
+ * Generated inputs (fast-check): NewPlants drawn from the contract's schema are answered
+ * 200 with the Plant sent, a replay the same; mutated bodies get the contract's 400, 413
+ * or 415, never a 5xx; without a valid token anything gets 401.
  *
- * Seeded and bounded; override with environment variables:
- * - `FC_SEED` (integer, default {@link DEFAULT_SEED}), `FC_NUM_RUNS` (default 100),
- *   `FC_TIME_LIMIT_MS` (per property, default 15000: then it stops, passing, with
- *   the runs done so far);
- * - to replay a failure, take `seed` and `path` from its report:
- *   `FC_SEED=<seed> FC_PATH=<path> npx tap test/external/properties.test.ts --grep '<test name>'`.
+ * Seeded and bounded: `FC_SEED`, `FC_NUM_RUNS` (default 100), `FC_TIME_LIMIT_MS` (per
+ * property, default 8000, then it stops passing with the runs done). To replay a failure:
+ * `FC_SEED=<seed> FC_PATH=<path> npx tap test/external/properties.test.ts --grep '<test name>'`.
  *
  * @module
  */
@@ -24,7 +20,7 @@ import { postPlant } from '../helpers/post-plant.js'
 const DEFAULT_SEED = 20260521
 const SEED = integerFromEnv('FC_SEED', DEFAULT_SEED)
 const NUM_RUNS = integerFromEnv('FC_NUM_RUNS', 100)
-const TIME_LIMIT_MS = integerFromEnv('FC_TIME_LIMIT_MS', 15_000)
+const TIME_LIMIT_MS = integerFromEnv('FC_TIME_LIMIT_MS', 8_000)
 const PATH = process.env.FC_PATH
 /** Bytes; the apps below are built with this body limit. */
 const BODY_LIMIT = 65536
@@ -39,11 +35,7 @@ function integerFromEnv(name: string, fallback: number): number {
   return Number(value)
 }
 
-/**
- * Runs a property with the seed and bounds above and asserts it held, on at least
- * one run (a time limit reached before the first checks nothing). On failure the
- * report (seed, path, counterexample, error) is in the assertion's diagnostics.
- */
+/** Asserts that a property held on at least one run, with the seed and bounds above; a failure's report is in the diagnostics. */
 async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promise<void> {
   const details = await fc.check(property, {
     seed: SEED,
@@ -74,7 +66,12 @@ const unit = fc.oneof(oneOf('binary'), oneOf('grapheme'))
 const anyText = (maxLength: number) => fc.string({ unit: fc.oneof(unit, rightToLeft, astral), maxLength })
 /** A string filling `min`..`max` bytes of JSON text: a short piece repeated. */
 const longText = (min: number, max: number) =>
-  fc.tuple(anyText(4).filter((piece) => piece !== ''), fc.integer({ min, max })).map(([piece, bytes]) => piece.repeat(Math.max(1, Math.floor(bytes / jsonBytes(piece)))))
+  fc
+    .tuple(
+      anyText(4).filter((piece) => piece !== ''),
+      fc.integer({ min, max }),
+    )
+    .map(([piece, bytes]) => piece.repeat(Math.max(1, Math.floor(bytes / jsonBytes(piece)))))
 const text = fc.oneof({ arbitrary: anyText(40), weight: 5 }, { arbitrary: fc.constant(''), weight: 1 }, { arbitrary: longText(BODY_LIMIT - 3000, BODY_LIMIT - 200), weight: 1 })
 
 interface Generated {
@@ -92,7 +89,11 @@ const newPlant: fc.Arbitrary<Generated> = fc
       id: fc.oneof({ arbitrary: fc.bigInt(INT64), weight: 9 }, fc.constantFrom(INT64.min, INT64.max, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n)),
       name: text,
       tag: text,
-      extras: fc.dictionary(fc.string().filter((key) => !['id', 'name', 'tag'].includes(key)), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 2 }),
+      extras: fc.dictionary(
+        fc.string().filter((key) => !['id', 'name', 'tag'].includes(key)),
+        fc.jsonValue({ maxDepth: 2 }),
+        { maxKeys: 2 },
+      ),
     },
     { requiredKeys: ['id', 'name', 'extras'] },
   )
@@ -150,8 +151,22 @@ interface Invalid {
   /** The id of the plant the body was made from, if any. */
   id?: bigint
 }
-const nonString = fc.oneof(fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }), fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }))
-const nonInteger = fc.oneof(fc.string(), fc.boolean(), fc.constant(null), fc.double().filter((x) => !Number.isInteger(x)), fc.array(fc.integer(), { maxLength: 2 }), fc.object({ maxDepth: 2 }))
+const nonString = fc.oneof(
+  fc.integer(),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }),
+  fc.dictionary(fc.string(), fc.jsonValue({ maxDepth: 3 }), { maxKeys: 3 }),
+)
+const nonInteger = fc.oneof(
+  fc.string(),
+  fc.boolean(),
+  fc.constant(null),
+  fc.double().filter((x) => !Number.isInteger(x)),
+  fc.array(fc.integer(), { maxLength: 2 }),
+  fc.object({ maxDepth: 2 }),
+)
 /** Integer literals outside int64: exact decimals, exponents, and huge exponents. */
 const hugeNumber = fc.oneof(
   fc.oneof(fc.bigInt({ min: INT64.max + 1n, max: 10n ** 40n }), fc.bigInt({ min: -(10n ** 40n), max: INT64.min - 1n })).map(String),
@@ -160,14 +175,28 @@ const hugeNumber = fc.oneof(
 )
 const plainPlant = validBody.filter(({ body }) => Buffer.byteLength(body) < 1000)
 const json = (body: string | Buffer, status: Invalid['status'], kind: string): Invalid => ({ kind, payload: body, headers: JSON_HEADERS, status })
-const mediaType = fc.oneof(
-  fc.constantFrom('text/plain', 'application/xml', 'text/json', 'application/jsonx', 'application/json5', 'application/json-patch+json', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', '*/*', 'application/*', 'json', ''),
-  fc.tuple(fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/), fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/)).map(([type, sub]) => `${type}/${sub}`),
-).filter((type) => type.split(';')[0]!.trim().toLowerCase() !== 'application/json')
+const mediaType = fc
+  .oneof(
+    fc.constantFrom(
+      'text/plain',
+      'application/xml',
+      'text/json',
+      'application/jsonx',
+      'application/json5',
+      'application/json-patch+json',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      '*/*',
+      'application/*',
+      'json',
+      '',
+    ),
+    fc.tuple(fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/), fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/)).map(([type, sub]) => `${type}/${sub}`),
+  )
+  .filter((type) => type.split(';')[0]!.trim().toLowerCase() !== 'application/json')
 
 /** A mutation of a small valid plant: `mutate` gets its members and returns invalid cases. */
-const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) =>
-  plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
+const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) => plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
 const without = (plant: Array<[string, string]>, key: string) => plant.filter(([k]) => k !== key)
 
 const invalid: fc.Arbitrary<Invalid> = fc.oneof(
@@ -184,7 +213,12 @@ const invalid: fc.Arbitrary<Invalid> = fc.oneof(
   ),
   mutation((p) => fc.constant(json(jsonText([...p, ['x', '{"a":1,"a":2}']], ''), 400, 'nested duplicate'))),
   mutation((p) =>
-    mediaType.map((type) => ({ kind: `content type ${type}`, payload: jsonText(p, ''), headers: { authorization: JSON_HEADERS.authorization, ...(type === '' ? {} : { 'content-type': type }) }, status: 415 as const })),
+    mediaType.map((type) => ({
+      kind: `content type ${type}`,
+      payload: jsonText(p, ''),
+      headers: { authorization: JSON_HEADERS.authorization, ...(type === '' ? {} : { 'content-type': type }) },
+      status: 415 as const,
+    })),
   ),
   mutation((p) => fc.integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT }).map((bytes) => json(jsonText([...p, ['padding', JSON.stringify('x'.repeat(bytes))]], ''), 413, 'over the body limit'))),
   fc.uint8Array({ maxLength: 512 }).map((bytes) => json(Buffer.from(bytes), 400, 'random bytes')),
@@ -205,13 +239,20 @@ t.test('a mutated body gets 400, 413 or 415 with the Error body, never a 5xx, an
   )
   // Nothing was stored: a plant under any of those ids, with a name none of them had, is a first create.
   const created = await Promise.all([...ids].slice(0, 50).map((id) => postPlant(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)))
-  t.same(created.map((response) => response.statusCode).filter((status) => status !== 200), [], `${Math.min(ids.size, 50)} ids are still free`)
+  t.same(
+    created.map((response) => response.statusCode).filter((status) => status !== 200),
+    [],
+    `${Math.min(ids.size, 50)} ids are still free`,
+  )
 })
 
 t.test('without a valid token any request gets 401, whatever its body (authentication first)', async (t) => {
   const app = await build(t, { bodyLimit: BODY_LIMIT })
   const credentials = fc.constantFrom(undefined, 'Bearer', `Bearer ${OTHER_TOKEN}x`, `Basic ${OTHER_TOKEN}`, 'Bearer not-a-token-0123456789abcdef')
-  const request = fc.oneof(invalid, validBody.map(({ body, contentType }) => ({ payload: body, headers: { ...JSON_HEADERS, 'content-type': contentType } })))
+  const request = fc.oneof(
+    invalid,
+    validBody.map(({ body, contentType }) => ({ payload: body, headers: { ...JSON_HEADERS, 'content-type': contentType } })),
+  )
   await holds(
     t,
     fc.asyncProperty(request, credentials, async ({ payload, headers }, authorization) => {
@@ -225,22 +266,17 @@ t.test('without a valid token any request gets 401, whatever its body (authentic
   )
 })
 
-t.test(
-  'a member repeated with an equal value is the same plant: 200 (RFC 8259 §4: no ambiguity)',
-  async (t) => {
-    const app = await build(t, { bodyLimit: BODY_LIMIT })
-    const duplicated = plainPlant
-      .map(({ plant }) => members(plant))
-      .chain((p) => fc.constantFrom(...p).map((member) => ({ plain: jsonText(p, ''), repeated: jsonText([...p, member], '') })))
-    await holds(
-      t,
-      fc.asyncProperty(duplicated, async ({ plain, repeated }) => {
-        const first = await postPlant(app, plain)
-        const again = await postPlant(app, repeated)
-        deepStrictEqual(contractViolations(again), [], 'the response conforms')
-        equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'answered as the plain body: stored, or replayed')
-        equal(again.body, first.body)
-      }),
-    )
-  },
-)
+t.test('a member repeated with an equal value is the same plant: 200 (RFC 8259 §4: no ambiguity)', async (t) => {
+  const app = await build(t, { bodyLimit: BODY_LIMIT })
+  const duplicated = plainPlant.map(({ plant }) => members(plant)).chain((p) => fc.constantFrom(...p).map((member) => ({ plain: jsonText(p, ''), repeated: jsonText([...p, member], '') })))
+  await holds(
+    t,
+    fc.asyncProperty(duplicated, async ({ plain, repeated }) => {
+      const first = await postPlant(app, plain)
+      const again = await postPlant(app, repeated)
+      deepStrictEqual(contractViolations(again), [], 'the response conforms')
+      equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'answered as the plain body: stored, or replayed')
+      equal(again.body, first.body)
+    }),
+  )
+})

@@ -1,9 +1,7 @@
 /**
- * A network partition between the service and PostgreSQL: no byte passes either way
- * and no connection closes, so the server can cancel nothing. Every create is still
- * answered within the statement plus connect timeouts, writes resume at the heal,
- * and nothing answered 200 is lost or stored twice. Runs against PostgreSQL whatever
- * store the rest of the suite uses.
+ * A network partition between the service and PostgreSQL (no byte passes, no connection
+ * closes): every create is answered within the statement plus connect timeouts, writes
+ * resume at the heal, nothing answered 200 is lost or stored twice.
  */
 import { sql } from 'kysely'
 import type pg from 'pg'
@@ -54,8 +52,7 @@ t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the s
   const ok = () => answers.filter((answer) => answer.status === 200)
   t.ok(await until(() => ok().length >= 100, 60000), 'warm: 100 creates stored, the pool holds connections')
 
-  // A create whose INSERT reaches the server and waits there on a row lock this test
-  // holds: released once the partition is on, it commits, and its answer is held.
+  // A create whose INSERT waits on the test's row lock: released during the partition, it commits unanswered.
   await client.query('begin')
   await client.query(`insert into plant (id, name) values (1, 'plant 1')`)
   const held = send(1)
@@ -141,7 +138,10 @@ t.test('a connection whose statement got no answer leaves the pool; one that got
   const waitedMs = performance.now() - started
   t.match(timedOut, { message: 'Query read timeout' })
   t.ok(store.isUnavailable(timedOut), 'unavailable: 503 with Retry-After')
-  t.ok(waitedMs >= statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS - 5 && waitedMs < statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS + 1000, `after the statement timeout and its margin (${Math.round(waitedMs)} ms)`)
+  t.ok(
+    waitedMs >= statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS - 5 && waitedMs < statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS + 1000,
+    `after the statement timeout and its margin (${Math.round(waitedMs)} ms)`,
+  )
   // The old connection's path stays cut: the pool's one slot must go to a new one.
   proxy.healNew()
   const second = await backend()
