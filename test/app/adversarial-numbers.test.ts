@@ -14,7 +14,7 @@ import { postPlant } from '../helpers/post-plant.js'
 /** Characters of each adversarial literal: 64 KiB. */
 const SIZE = 64 * 1024
 /** Rounds of interleaved measurements; medians are compared. */
-const ROUNDS = 5
+const ROUNDS = 3
 /**
  * How many times the baseline's median an adversarial request may take: wide, so
  * that noise cannot fail it; a quadratic parser took over 1000× here.
