@@ -1,9 +1,7 @@
 /**
- * `compose.yaml` as written, with podman-compose 1.0.3, from a verbatim copy in a directory
- * of the test's own: the secrets made by the commands at its top, `up -d`, every container
- * healthy (the test runs the health checks: no systemd timer here), each replica hardened
- * and reading its secrets, a plant on each replayed by the other (one database), `down -v`.
- * The image under test is tagged with compose.yaml's image name, so nothing is built.
+ * `compose.yaml` as written, with podman-compose 1.0.3, from a verbatim copy in a directory of the test's own: the secrets made by the commands
+ * at its top, `up -d`, every container healthy (the test runs the health checks: no systemd timer here), each replica hardened and reading its
+ * secrets, a plant on each replayed by the other (one database), `down -v`. The image under test is tagged with compose.yaml's image name.
  *
  * @module
  */
@@ -81,6 +79,7 @@ t.test(`compose.yaml with podman-compose: its secrets, up, healthy, a plant on e
   const started = Date.now()
   // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
   const up = await compose('up', '--detach')
+  const upErrors = `${up.stdout}${up.stderr}`.split('\n').filter((line) => line.startsWith('Error'))
   const running = await containers()
   for (const { name } of running) {
     const volumes = await podman(['inspect', '--format', '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}', name])
@@ -90,13 +89,7 @@ t.test(`compose.yaml with podman-compose: its secrets, up, healthy, a plant on e
   for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
     // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
     await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
-      if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created')
-        throw new Error(
-          `${name} never started: ${`${up.stdout}${up.stderr}`
-            .split('\n')
-            .filter((line) => line.startsWith('Error'))
-            .join('; ')}`,
-        )
+      if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created') throw new Error(`${name} never started: ${upErrors.join('; ')}`)
       await podman(['healthcheck', 'run', name]).catch(() => {})
       return (await podman(['inspect', '--format', '{{.State.Health.Status}}', name])) === 'healthy'
     })
@@ -114,22 +107,16 @@ t.test(`compose.yaml with podman-compose: its secrets, up, healthy, a plant on e
     const status = await podman(['exec', name, 'cat', '/proc/1/status'])
     t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service} is published on 127.0.0.1 only`)
     t.match(status, /^Uid:\s+1000\s/m, `${service}: uid 1000`)
-    t.equal(
-      await podman(['exec', name, 'stat', '-c', '%u %a', '/run/secrets/plant_store_tokens', '/run/secrets/database_url']),
-      '1000 400\n1000 400',
-      `${service}: its secrets as on the host, owner uid 1000, mode 0400`,
-    )
+    const secretsStat = await podman(['exec', name, 'stat', '-c', '%u %a', '/run/secrets/plant_store_tokens', '/run/secrets/database_url'])
+    t.equal(secretsStat, '1000 400\n1000 400', `${service}: its secrets as on the host, owner uid 1000, mode 0400`)
     const denied = await podman(['exec', '--user', '1001', name, 'cat', '/run/secrets/plant_store_tokens']).catch((error: { stderr: string }) => error.stderr)
     t.match(denied, /Permission denied/, `${service}: another uid is denied the tokens`)
     t.match(status, /^CapEff:\s+0+$/m, `${service}: no capabilities (cap_drop)`)
     t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: no privilege gain (security_opt)`)
     t.equal(await inspect('{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
     const memory = services[service]!.mem_limit ?? '0'
-    t.equal(
-      Number(await inspect('{{.HostConfig.Memory}}')),
-      Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase()),
-      `${service}: memory limited to mem_limit ${memory}`,
-    )
+    const limit = Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase())
+    t.equal(Number(await inspect('{{.HostConfig.Memory}}')), limit, `${service}: memory limited to mem_limit ${memory}`)
     const pids = Number(await inspect('{{.HostConfig.PidsLimit}}'))
     t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids}; pids_limit, or podman's default where podman-compose drops it)`)
   }

@@ -56,10 +56,8 @@ t.test('through the gateway: create 200 on both replicas, each over one kept-ali
     t.ok(ports.length > 0 && new Set(ports).size === 1, `${replica.name} served ${ports.length} creates, over one connection from the gateway (its log)`)
   }
   for (const { id, body, replica } of created) {
-    const there = await direct(
-      replicas.find((other) => other !== replica)!,
-      JSON.stringify({ id, name: `Fern ${id}` }),
-    )
+    const other = replicas.find((candidate) => candidate !== replica)!
+    const there = await direct(other, JSON.stringify({ id, name: `Fern ${id}` }))
     t.same([there.statusCode, there.body], [200, body], `replay ${id} on the replica that did not create it: 200, the same body (one database)`)
   }
   const conflict = await send(gateway, post('{"id":1,"name":"Moss"}', AUTHORIZED))

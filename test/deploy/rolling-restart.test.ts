@@ -1,9 +1,6 @@
 /**
- * A rolling restart behind the example gateway costs clients nothing: two service
- * processes on one PostgreSQL behind `deploy/nginx/`, ten clients creating plants
- * through it, and the replicas restarted one after the other as an orchestrator does
- * (SIGTERM, wait for the exit, start, wait until `/health/ready` answers 200). No client
- * may see a non-2xx or a failed exchange; every plant answered 200 is stored once.
+ * A rolling restart behind the example gateway costs clients nothing: two service processes on one PostgreSQL, ten clients creating plants,
+ * the replicas restarted one after the other (SIGTERM, exit, start, ready). No client sees a non-2xx or a failed exchange; every 200 is stored once.
  *
  * @module
  */

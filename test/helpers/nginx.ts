@@ -1,8 +1,7 @@
 /**
- * The example gateway, `deploy/nginx/`, run with Debian's nginx on a free loopback port
- * (TLS, a self-signed certificate), and a raw HTTP/1.1 client of it. `nginx.conf` and
- * `errors.conf` are used verbatim; the test writes only the two files an operator
- * edits, `upstreams.conf` (with the shipped server parameters) and `listen.conf`.
+ * The example gateway, `deploy/nginx/`, with Debian's nginx on a free loopback port (TLS),
+ * and a raw HTTP/1.1 client of it. The test writes only the files an operator edits,
+ * `upstreams.conf` (with the shipped server parameters) and `listen.conf`.
  *
  * @module
  */
@@ -31,26 +30,14 @@ export const GATEWAY_PREFIX = /location (\/\S+)\/plants \{/.exec(readFileSync(jo
 export const PLANTS = `${GATEWAY_PREFIX}/plants`
 const SERVER_PARAMETERS = /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
 
-/** A running gateway. */
-export interface Gateway {
-  /** `https://127.0.0.1:<port>`. */
-  readonly origin: string
-  /** {@link origin} + {@link GATEWAY_PREFIX}. */
-  readonly url: string
-  /** Its certificate (PEM, for `localhost` and 127.0.0.1), for clients to trust. */
-  readonly ca: string
-  /** The access log so far, one object per request (the shipped JSON format). */
-  accessLog(): Array<Record<string, unknown>>
-  /** The access log entry of request `requestId` (nginx writes it after the response: waits at most 5 s). @throws when none comes. */
-  accessEntry(requestId: string): Promise<Record<string, unknown>>
-}
+/** A running gateway: `origin` (`https://127.0.0.1:<port>`), `url` (with the prefix), `ca` (its certificate), its access log. */
+export type Gateway = Awaited<ReturnType<typeof startGateway>>
 
 /**
- * Starts nginx with the shipped configuration in front of `upstreams` (`host:port` each);
- * stopped (SIGQUIT) and its directory removed at teardown.
+ * Starts nginx with the shipped configuration in front of `upstreams` (`host:port` each); stopped and removed at teardown.
  * @returns once it accepts connections. @throws when nginx is missing, refuses the configuration, or does not listen within 10 s.
  */
-export async function startGateway(t: TestContext, { upstreams }: { upstreams: readonly string[] }): Promise<Gateway> {
+export async function startGateway(t: TestContext, { upstreams }: { upstreams: readonly string[] }) {
   if (!existsSync(NGINX)) throw new Error(`nginx is missing at ${NGINX} (apt-get install nginx-light)`)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-gateway-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -61,6 +48,7 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
   writeFileSync(join(dir, 'upstreams.conf'), upstreams.map((address) => `server ${address}${SERVER_PARAMETERS};\n`).join(''))
   const log = () => (existsSync(join(dir, 'access.log')) ? readFileSync(join(dir, 'access.log'), 'utf8') : '')
   // Whole lines only: the last one may still be on its way.
+  /** The access log so far, one object per request (the shipped JSON format). */
   const accessLog = () => (log().match(/.+\n/g) ?? []).map((line) => JSON.parse(line) as Record<string, unknown>)
 
   // A port found free may be taken before nginx binds it: try another.
@@ -84,6 +72,7 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
     }).catch((error: Error) => error)
     if (failure === undefined) {
       const origin = `https://127.0.0.1:${port}`
+      /** The access log entry of request `requestId` (written after the response: waits at most 5 s). */
       const accessEntry = async (requestId: string) => {
         await waitUntil(`the access log entry of ${requestId}:\n${log()}`, 5000, async () => accessLog().some((line) => line.requestId === requestId))
         return accessLog().find((line) => line.requestId === requestId)!

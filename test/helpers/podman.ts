@@ -16,10 +16,7 @@ import { postgresSchema, type TestContext } from './app.js'
 import { failure, lastLine, run } from './command.js'
 import { freePort } from './machine.js'
 
-/**
- * Runs `podman ARGS` (killed after `timeoutMs`, default 120 s).
- * @returns its standard output, trimmed. @throws when podman is missing or fails, with its stderr.
- */
+/** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when podman is missing or fails, with its stderr. */
 export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
   return (await run('podman', args, { timeoutMs, install: 'apt-get install podman' })).stdout.trim()
 }
@@ -27,23 +24,15 @@ export async function podman(args: readonly string[], timeoutMs = 120_000): Prom
 let built: Promise<string> | undefined
 
 /**
- * The image to test: `PLANT_STORE_IMAGE` when set (a local image), else the Dockerfile
- * built once per process (`--format=docker` keeps `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS`
- * adds options the machine needs). @returns its name. @throws when neither works.
+ * The image to test: the local image `PLANT_STORE_IMAGE` names, else the Dockerfile built once per process (`--format=docker` keeps
+ * `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS` adds what the machine needs). @returns its name. @throws when the build fails.
  */
 export async function imageUnderTest(): Promise<string> {
-  built ??= (async () => {
-    const named = process.env.PLANT_STORE_IMAGE
-    if (named) {
-      await podman(['image', 'exists', named]).catch((error: Error) => {
-        throw new Error(`PLANT_STORE_IMAGE=${named} is not a local image`, { cause: error })
-      })
-      return named
-    }
-    const options = (process.env.PODMAN_BUILD_OPTIONS ?? '').split(/\s+/).filter(Boolean)
-    await podman(['build', '--format=docker', ...options, '--tag', 'localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))], 900_000)
-    return 'localhost/plant-store:test'
-  })()
+  const options = (process.env.PODMAN_BUILD_OPTIONS ?? '').split(/\s+/).filter(Boolean)
+  const tag = 'localhost/plant-store:test'
+  built ??= process.env.PLANT_STORE_IMAGE
+    ? Promise.resolve(process.env.PLANT_STORE_IMAGE)
+    : podman(['build', '--format=docker', ...options, '--tag', tag, fileURLToPath(new URL('../..', import.meta.url))], 900_000).then(() => tag)
   return built
 }
 
@@ -58,45 +47,29 @@ export async function createVolume(t: TestContext): Promise<string> {
 }
 
 /** A live container of {@link runContainer}. */
-export interface Container {
-  readonly name: string
-  /** Base URL of its port 3000 published on 127.0.0.1, e.g. `http://127.0.0.1:41234`. */
-  readonly url: string
-  /** What it wrote to stdout and stderr so far. */
-  logs(): Promise<string>
-  /** `podman start` again (after a stop or kill) and wait until it is live. */
-  start(): Promise<Container>
-  /** One field of `podman inspect`, a Go template such as `{{.State.ExitCode}}`. */
-  inspect(template: string): Promise<string>
-}
+export type Container = Awaited<ReturnType<typeof runContainer>>
 
 /**
- * `podman run -d [options] image` with port 3000 published on a free port of 127.0.0.1;
- * removed (with anonymous volumes) at teardown.
- * @returns once `GET /health/live` answers 200. @throws when the container exits or is not live within `readyTimeoutMs` (with its logs).
+ * `podman run -d [options] image`, port 3000 published on 127.0.0.1, removed at teardown with its anonymous volumes.
+ * @returns once `GET /health/live` answers 200. @throws when it exits or is not live within `readyTimeoutMs` (with its logs).
  */
-export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], readyTimeoutMs = 30_000): Promise<Container> {
+export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], readyTimeoutMs = 30_000) {
   const name = uniqueName('run')
   t.teardown(() => podman(['rm', '--force', '--volumes', '--time', '0', name]))
   await podman(['run', '--detach', '--name', name, '--publish', '127.0.0.1::3000', ...options, image])
-  return live(name, readyTimeoutMs)
-}
-
-async function live(name: string, timeoutMs: number): Promise<Container> {
-  const container: Container = {
+  const container = {
     name,
+    /** Base URL of the published port, e.g. `http://127.0.0.1:41234`. */
     url: `http://${await podman(['port', name, '3000/tcp'])}`,
+    /** What it wrote to stdout and stderr so far. */
     logs: async () => {
       const { stdout, stderr } = await run('podman', ['logs', name], { timeoutMs: 30_000 })
       return stdout + stderr
     },
-    start: async () => {
-      await podman(['start', name])
-      return live(name, timeoutMs)
-    },
-    inspect: (template) => podman(['inspect', '--format', template, name]),
+    /** One field of `podman inspect`, a Go template such as `{{.State.ExitCode}}`. */
+    inspect: (template: string) => podman(['inspect', '--format', template, name]),
   }
-  await waitUntil(`${name} to answer GET /health/live with 200`, timeoutMs, async () => {
+  await waitUntil(`${name} to answer GET /health/live with 200`, readyTimeoutMs, async () => {
     if ((await container.inspect('{{.State.Running}}')) !== 'true') {
       const logs = await container.logs()
       throw failure(`container ${name} exited (code ${await container.inspect('{{.State.ExitCode}}')}) before it was live: ${lastLine(logs)}`, logs)
@@ -122,10 +95,7 @@ export function randomToken(): string {
   return randomBytes(24).toString('base64url')
 }
 
-/**
- * `podman run` options of a hardened deployment: read-only root without tmpfs, no
- * capabilities, no privilege gain, the tokens from `tokensFile` mounted read-only.
- */
+/** `podman run` options of a hardened deployment: read-only root without tmpfs, no capabilities nor privilege gain, the tokens from `tokensFile` (read-only). */
 export function hardened(tokensFile: string): string[] {
   const secret = '/run/secrets/plant_store_tokens'
   return ['--read-only', '--read-only-tmpfs=false', '--cap-drop=ALL', '--security-opt=no-new-privileges', '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
@@ -151,10 +121,8 @@ export async function bridgeGateway(): Promise<{ gateway: string; subnet: string
 export type Replica = Container & { readonly upstream: string; readonly address: string }
 
 /**
- * Starts `count` hardened replicas of `image` at once, with `token` and `env`, on an empty
- * PostgreSQL schema of the host's, reached through a socat relay on the bridge's gateway
- * address (accepting the bridge's subnet only); all removed at teardown.
- * @returns once every replica is live. @throws when socat is missing or a replica is not live within 60 s.
+ * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's, reached through a socat relay
+ * on the bridge's gateway address (the bridge's subnet only); removed at teardown. @returns once all are live. @throws when socat is missing or one is not live within 60 s.
  */
 export async function startReplicas(t: TestContext, image: string, count: number, token: string, env: Record<string, string>): Promise<Replica[]> {
   const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
@@ -189,10 +157,7 @@ export async function startReplicas(t: TestContext, image: string, count: number
 /** One JSON log line of the service. */
 type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
 
-/**
- * The "request completed" line of request `requestId`, from whichever replica wrote it
- * (podman's log may trail the response: waits at most 10 s). @throws when none does.
- */
+/** The "request completed" line of `requestId` and the replica that wrote it (podman's log may trail: waits up to 10 s). @throws when none does. */
 export async function requestLine(replicas: readonly Replica[], requestId: string): Promise<{ line: LogLine; replica: Replica }> {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {

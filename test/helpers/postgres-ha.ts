@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { type ChildProcess, execFile, spawn } from 'node:child_process'
+import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
@@ -19,19 +19,8 @@ import { freePort } from './machine.js'
 import { waitUntil } from './podman.js'
 
 const HA_DIR = fileURLToPath(new URL('../../deploy/postgres-ha/', import.meta.url))
-const TOOLS = {
-  '/usr/bin/etcd': 'etcd-server',
-  '/usr/bin/patroni': 'patroni',
-  '/usr/sbin/haproxy': 'haproxy',
-  '/usr/lib/postgresql/15/bin/postgres': 'postgresql-15',
-  '/usr/bin/psql': 'postgresql-client-15',
-}
-
-/** What is missing to run the cluster, e.g. `/usr/bin/patroni (apt-get install patroni)`; empty when nothing is. */
-export function missingForCluster(): string[] {
-  const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [`${path} (apt-get install ${pkg})`]))
-  return userInfo().uid === 0 ? missing : [...missing, 'root (Patroni runs as the postgres user)']
-}
+/** The programs the cluster needs, each with the Debian package that installs it. */
+const TOOLS = { '/usr/bin/etcd': 'etcd-server', '/usr/bin/patroni': 'patroni', '/usr/sbin/haproxy': 'haproxy', '/usr/lib/postgresql/15/bin/postgres': 'postgresql-15' }
 
 interface Running {
   child: ChildProcess
@@ -74,15 +63,6 @@ const procStat = (pid: number | string): string[] | undefined => {
 /** A zombie counts as gone: nothing may reap it here. */
 const gone = (pid: number): boolean => (procStat(pid)?.[0] ?? 'Z') === 'Z'
 
-/** `kill -9 pid`; a process that has exited meanwhile (a backend) is no error. */
-function killHard(pid: number): void {
-  try {
-    process.kill(pid, 'SIGKILL')
-  } catch {
-    // ESRCH: gone already
-  }
-}
-
 /** The postmaster of `dataDir` and its children (a postmaster started by Patroni is not Patroni's child). */
 function postgresProcesses(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid')
@@ -114,13 +94,13 @@ export type HaCluster = Awaited<ReturnType<typeof startCluster>>
 export type PatroniNode = HaCluster['nodes'][number]
 
 /**
- * Starts etcd (as the `etcd` user, with `etcd.env`), `patroni-1.yml` and `patroni-2.yml`
- * (as `postgres`, in a directory it owns, mode 700) and HAProxy (`haproxy.cfg`); waits
- * until one node leads with the other as its Sync Standby, and creates the application's
- * role and database with `psql` through HAProxy. Everything is killed and removed at teardown.
- * @throws when a part does not come up within `timeoutMs` (with every part's output).
+ * Starts etcd (`etcd` user, `etcd.env`), `patroni-1.yml` and `patroni-2.yml` (`postgres` user) and HAProxy; waits for a Leader with a Sync Standby,
+ * creates the application's role and database with `psql`; all removed at teardown. @throws without root or a package, or after `timeoutMs` (with every part's output).
  */
 export async function startCluster(t: TestContext, timeoutMs = 180_000) {
+  const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [pkg]))
+  if (missing.length > 0 || userInfo().uid !== 0) throw new Error(`the cluster needs root (Patroni runs as postgres) and apt-get install ${missing.join(' ')}`)
+  throw new Error(`the cluster needs root (Patroni runs as postgres) and apt-get install ${Object.values(TOOLS).join(' ')}; missing: ${missing.join(', ')}`)
   const [[uid, gid], [etcdUid, etcdGid]] = [userIds('postgres'), userIds('etcd')]
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-ha-'))
   chmodSync(dir, 0o755)
@@ -178,7 +158,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are gone. */
       async kill() {
         const pids = [...(patroni && !gone(patroni.child.pid!) ? [patroni.child.pid!] : []), ...postgresProcesses(dataDir)]
-        for (const pid of pids) killHard(pid)
+        spawnSync('kill', ['-KILL', ...pids.map(String)]) // all at once; one that exited meanwhile (a backend) is no error
         await waitUntil(`${node.name}'s processes to be gone`, 10_000, async () => pids.every(gone))
       },
       /** What Patroni and PostgreSQL wrote (the last 64 KiB). */
@@ -218,9 +198,8 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       return node
     },
     /**
-     * Waits until `patronictl -c patroni-1.yml list` (as root, in node 1's shell, as the docs run it) shows `leader` as
-     * Leader and the other node as Sync Standby, both running; Patroni's API shows no lag; and HAProxy routes to `leader` only.
-     * @throws after `timeoutMs`, with what was last seen and every part's output.
+     * Waits until `patronictl list` (as the docs run it) shows `leader` as Leader and the other as Sync Standby, running, with no lag (Patroni's API),
+     * and HAProxy routes to `leader` only. @throws after `timeoutMs`, with what was last seen and every part's output.
      */
     async waitUntilHealthy(leader: Node, timeoutMs: number): Promise<void> {
       let last: unknown

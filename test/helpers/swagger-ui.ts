@@ -25,10 +25,7 @@ export async function launchChromium(t: TestContext): Promise<Browser> {
   return browser
 }
 
-/**
- * Opens `url` in a browser context of its own (closed at teardown; loopback only; the
- * gateway's self-signed certificate accepted) and waits until Swagger UI shows the document.
- */
+/** Opens `url` in a browser context of its own (loopback only, the gateway's certificate accepted; closed at teardown) once Swagger UI shows the document. */
 export async function openDocs(t: Test, browser: Browser, url: string) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ignoreHTTPSErrors: true })
   t.teardown(() => context.close())
@@ -85,10 +82,7 @@ export async function tryItOut(page: Page, body: object): Promise<{ status: stri
 /** A NewPlant with a tag, as typed into Try it out. */
 type TriedPlant = { id: number; name: string; tag: string }
 
-/**
- * In an authorized page, Try it out creates `plant`: the request goes to `requestUrl`, is
- * answered 200, and the page shows the Plant; a screenshot goes to `artifacts/<screenshot>`.
- */
+/** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to `artifacts/<screenshot>`. */
 export async function createsPlant(t: Test, page: Page, plant: TriedPlant, requestUrl: string, screenshot: string): Promise<void> {
   const result = await tryItOut(page, plant)
   t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
@@ -99,11 +93,7 @@ export async function createsPlant(t: Test, page: Page, plant: TriedPlant, reque
   await page.screenshot({ path: fileURLToPath(new URL(`../../artifacts/${screenshot}`, import.meta.url)) })
 }
 
-/**
- * Swagger UI at `docsPath` through `gateway`: authorized with `token`, Try it out creates
- * `plant`; every request the page makes (assets, document, `POST /plants`) carries the
- * prefix, as the gateway's access log shows.
- */
+/** Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page carries the prefix (access log). */
 export async function createsPlantThroughGateway(t: Test, browser: Browser, gateway: Gateway, options: { docsPath: string; token: string; plant: TriedPlant; screenshot: string }): Promise<void> {
   const logged = gateway.accessLog().length
   const { page, misdeeds } = await openDocs(t, browser, `${gateway.origin}${options.docsPath}`)

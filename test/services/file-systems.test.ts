@@ -69,37 +69,23 @@ t.test('a disk that fills up under load: 503 with Retry-After, never 500; every 
   t.match(failures[0], { level: 50, err: { code: /^SQLITE_(FULL|IOERR)/ } })
   t.notOk(readdirSync(dataDir).includes(PROBE_FILE), `the failed disk probe left no ${PROBE_FILE} behind`)
 
+  /** The plants in the store's file, as [id, name] sorted by id, read by a connection of their own. */
   const stored = () => {
     const db = new SQLite(join(dataDir, SQLITE_FILE), { readonly: true })
-    const rows = db.prepare('select id, name from plant').all() as { id: number; name: string }[]
+    const rows = db.prepare('select id, name from plant order by id').all() as { id: number; name: string }[]
     db.close()
-    return new Map(rows.map((row) => [row.id, row.name]))
+    return rows.map((row) => [row.id, row.name])
   }
-  const byId = (a: number, b: number) => a - b
-  t.same([...stored().keys()].sort(byId), [...ok].sort(byId), 'stored: exactly the plants answered 200 (none of the 503s)')
-  t.ok(
-    ok.every((id) => stored().get(id) === name(id)),
-    'each as sent',
-  )
+  const asSent = (ids: number[]) => ids.sort((a, b) => a - b).map((id) => [id, name(id)])
+  t.same(stored(), asSent([...ok]), 'stored: exactly the plants answered 200 (none of the 503s), each as sent')
 
   rmSync(ballast)
   t.same(await app.inject({ url: '/health/ready' }).then((response) => [response.statusCode, response.json()]), [200, { status: 'ready' }], 'space freed: ready again, without a restart')
-  const retried = await Promise.all(refused.map(create))
-  t.ok(
-    retried.every((response) => response.statusCode === 200),
-    'every refused create succeeds when retried',
-  )
-  const after = stored()
-  t.same(
-    ok.filter((id) => after.get(id) !== name(id)),
-    [],
-    'no plant answered 200 is lost',
-  )
-  t.equal(after.size, ok.length + refused.length, 'each plant once')
-  t.notOk(
-    lines.some((line) => line.level === 50 && line.msg !== failures[0]!.msg),
-    'no other error logged',
-  )
+  const retried = (await Promise.all(refused.map(create))).map((response) => response.statusCode)
+  t.ok(retried.length > 0 && retried.every((status) => status === 200), 'every refused create succeeds when retried')
+  t.same(stored(), asSent([...ok, ...refused]), 'no plant answered 200 is lost; each plant once')
+  const otherErrors = lines.filter((line) => line.level === 50 && line.msg !== failures[0]!.msg)
+  t.same(otherErrors, [], 'no other error logged')
   t.comment(`disk full (${(failures[0]!.err as { code: string }).code}): ${ok.length} answered 200, ${refused.length} 503, all retried with 200`)
 })
 
