@@ -32,38 +32,42 @@ t.test("a create continues the caller's trace: request, createPlant under it, th
   t.equal(transaction.kind, 'SPAN_KIND_CLIENT')
   t.match(transaction.attributes, { 'db.system.name': dialect, 'db.operation.batch.size': 1 })
   t.equal(transaction.service, 'plant-store')
-  t.same(collector.requests.map((request) => request.path), ['/v1/traces'], 'exported once, to <endpoint>/v1/traces')
+  t.same(
+    collector.requests.map((request) => request.path),
+    ['/v1/traces'],
+    'exported once, to <endpoint>/v1/traces',
+  )
   t.match(collector.requests[0]!.contentType, 'application/x-protobuf')
 
   const completed = log.lines.find((line) => line.msg === 'request completed')
   t.match(completed, { requestId: response.headers['x-request-id'], traceId: parent.traceId, spanId: request.spanId }, "the request's log lines carry its trace")
 })
 
-t.test('without a traceparent a request starts a trace of its own', async (t) => {
-  const collector = await startCollector(t)
-  const app = await build(t, { otelExporterOtlpEndpoint: `${collector.url}/` })
-  t.equal((await postPlant(app, { id: 1, name: 'Ficus' })).statusCode, 200)
-  await app.close()
-  const request = only(t, collector.spans, 'POST /plants')
-  t.equal(request.parentSpanId, '', 'a root span')
-  t.equal(only(t, collector.spans, 'store transaction').traceId, request.traceId)
-})
-
-t.test('a failed transaction is an error span; other requests: the 404 is traced by method, probes are not', async (t) => {
+t.test('without a traceparent a trace of its own; a failed transaction is an error span; the 404 is traced by method, probes are not', async (t) => {
   const collector = await startCollector(t)
   const store = await freshStore(t)
-  const app = await build(t, { ...store, otelExporterOtlpEndpoint: collector.url })
+  const app = await build(t, { ...store, otelExporterOtlpEndpoint: `${collector.url}/` })
+  t.equal((await postPlant(app, { id: 1, name: 'Ficus' })).statusCode, 200)
   await dropPlantTable(store)
   const parent = traceparent()
-  t.equal((await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })).statusCode, 500)
+  t.equal((await postPlant(app, { id: 2, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })).statusCode, 500)
   t.equal((await app.inject({ method: 'GET', url: '/nowhere', headers: { traceparent: traceparent().header } })).statusCode, 404)
   t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200)
   t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)
   await app.close()
 
+  const root = collector.spans.find((span) => span.name === 'POST /plants' && span.parentSpanId === '')
+  t.ok(root, 'a request without a traceparent is a root span')
+  t.ok(
+    collector.spans.some((span) => span.name === 'store transaction' && span.traceId === root?.traceId),
+    'its transaction in its trace',
+  )
   const failed = collector.spans.filter((span) => span.traceId === parent.traceId)
   t.match(only(t, failed, 'store transaction').status, { code: 'STATUS_CODE_ERROR', message: /plant/ })
   t.match(only(t, failed, 'POST /plants'), { status: { code: 'STATUS_CODE_ERROR' }, attributes: { 'http.response.status_code': 500 } })
   t.match(only(t, collector.spans, 'GET'), { attributes: { 'http.response.status_code': 404, 'url.path': '/nowhere' } })
-  t.notOk(collector.spans.some((span) => /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`)), 'no span for probes or metrics')
+  t.notOk(
+    collector.spans.some((span) => /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`)),
+    'no span for probes or metrics',
+  )
 })
