@@ -78,10 +78,7 @@ function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorEx
 }
 
 /** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
-const provokers: Record<
-  string,
-  { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }
-> = {
+const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }> = {
   '200/created': {
     answer: async (t) => postPlant(await build(t), withTag),
   },
@@ -222,6 +219,14 @@ t.test("the Error schema's examples are among the response examples", async (t) 
   const error = contract.components!.schemas!.Error as OpenAPIV3.SchemaObject
   const errorExamples = [...responseExamples.values()].map(({ value }) => value as ErrorExample)
   const examples = (name: 'error' | 'message') => (error.properties![name] as { examples: unknown[] }).examples
-  for (const status of examples('error')) t.ok(errorExamples.some((example) => example.error === status), `error ${String(status)}`)
-  for (const message of examples('message')) t.ok(errorExamples.some((example) => example.message === message), `message ${String(message)}`)
+  for (const status of examples('error'))
+    t.ok(
+      errorExamples.some((example) => example.error === status),
+      `error ${String(status)}`,
+    )
+  for (const message of examples('message'))
+    t.ok(
+      errorExamples.some((example) => example.message === message),
+      `message ${String(message)}`,
+    )
 })

@@ -9,7 +9,12 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
 
 const root = join(import.meta.dirname, '../..')
-const documents = [join(root, 'README.md'), ...readdirSync(join(root, 'docs')).filter((name) => name.endsWith('.md')).map((name) => join(root, 'docs', name))]
+const documents = [
+  join(root, 'README.md'),
+  ...readdirSync(join(root, 'docs'))
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => join(root, 'docs', name)),
+]
 
 /** The Markdown outside fenced code blocks. */
 const prose = (markdown: string): string => markdown.replace(/^```[^]*?^```/gm, '')
@@ -31,7 +36,8 @@ for (const document of documents) {
     const [path = '', fragment] = link.split('#')
     const target = path === '' ? document : join(dirname(document), path)
     if (!existsSync(target)) broken.push(`${relative(root, document)}: ${link}: no ${relative(root, target)}`)
-    else if (fragment !== undefined && target.endsWith('.md') && !headingIds(target).includes(fragment)) broken.push(`${relative(root, document)}: ${link}: ${relative(root, target)} has no heading #${fragment}`)
+    else if (fragment !== undefined && target.endsWith('.md') && !headingIds(target).includes(fragment))
+      broken.push(`${relative(root, document)}: ${link}: ${relative(root, target)} has no heading #${fragment}`)
   }
 }
 for (const line of broken) console.error(line)

@@ -12,14 +12,7 @@
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import {
-  type CreatePlantResult,
-  type CreatePlantStatus,
-  PlantStoreClient,
-  PlantStoreNetworkError,
-  PlantStoreResponseError,
-  readCreatePlantResponse,
-} from '../../client/plant-store-client.js'
+import { type CreatePlantResult, type CreatePlantStatus, PlantStoreClient, PlantStoreNetworkError, PlantStoreResponseError, readCreatePlantResponse } from '../../client/plant-store-client.js'
 import type { components, operations } from '../../service/generated/openapi.js'
 import { listen, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'

@@ -17,7 +17,10 @@ t.test('a client that cuts the connection at any phase of any exchange neither s
   t.equal(service.child.exitCode, null, 'the process is still running')
   const create = await postPlant(service.url, { id: 1, name: 'Ficus' })
   t.equal(create.statusCode, 200, 'and a valid create gets 200')
-  const failures = service.output().split('\n').filter((line) => /"level":(50|60)/.test(line))
+  const failures = service
+    .output()
+    .split('\n')
+    .filter((line) => /"level":(50|60)/.test(line))
   t.same(failures.slice(0, 3), [], 'nothing is logged as an error or a fatal')
 })
 

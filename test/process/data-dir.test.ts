@@ -37,7 +37,7 @@ t.test('a DATA_DIR that cannot be created stops the start with a message naming 
   t.notOk(existsSync(dataDir), 'nothing was created')
 })
 
-t.test('a store file that is not a database stops the start, naming DATA_DIR, the file and SQLite\'s reason', async (t) => {
+t.test("a store file that is not a database stops the start, naming DATA_DIR, the file and SQLite's reason", async (t) => {
   const dataDir = t.testdir({ [SQLITE_FILE]: 'not a database, just text that is long enough to have a header'.repeat(10) })
   await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {
     name: 'ConfigError',

@@ -28,9 +28,7 @@ t.test("with OTEL_EXPORTER_OTLP_ENDPOINT a create's spans reach the collector in
   const parent = traceparent()
   const response = await create(service.url, parent.header)
   t.equal(response.statusCode, 200)
-  const spans = (await collector.waitFor((spans) => spans.filter((span) => span.traceId === parent.traceId).length >= 3)).filter(
-    (span) => span.traceId === parent.traceId,
-  )
+  const spans = (await collector.waitFor((spans) => spans.filter((span) => span.traceId === parent.traceId).length >= 3)).filter((span) => span.traceId === parent.traceId)
   const request = only(t, spans, 'POST /plants')
   t.equal(request.parentSpanId, parent.spanId, "the request's parent is the traceparent's span")
   t.match(request.attributes, { 'http.route': '/plants', 'http.response.status_code': 200 })

@@ -56,7 +56,10 @@ t.test('invalid JSON is an HttpError 400', async (t) => {
 
 t.test('a repeated member name is found however it is spelled, and colons inside strings are not members', async (t) => {
   for (const text of ['{"\\u0069d":1,"id":2}', '{"a\\"b":1,"a\\u0022b":2}', '[{"x":{"y":1}},{"x":{"y":1,"y":[2]}}]']) {
-    t.match(t.throws(() => parseJsonBody(text), text), { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ })
+    t.match(
+      t.throws(() => parseJsonBody(text), text),
+      { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ },
+    )
   }
   const text = '{"a:b":"c\\":d:","e\\\\":":","f":{"g":"::"}}'
   t.strictSame(parseJsonBody(text), JSON.parse(text))

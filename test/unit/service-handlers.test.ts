@@ -69,7 +69,11 @@ t.test('a service class must have a method, typed by the document, for each oper
     output = error.stdout
   }
   /** The compiler's errors in `file`, each with its indented lines of detail. */
-  const errors = (file: string) => output.split(/\n(?=\S)/).filter((error) => error.startsWith(`${file}(`)).join('\n')
+  const errors = (file: string) =>
+    output
+      .split(/\n(?=\S)/)
+      .filter((error) => error.startsWith(`${file}(`))
+      .join('\n')
   t.match(errors('without.ts'), /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/, 'tsc fails without getPlant')
   t.match(errors('without.ts'), /Property 'getPlant' is missing in type 'FixtureService'/)
   t.equal(errors('with.ts'), '', 'with getPlant it compiles')

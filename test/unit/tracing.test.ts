@@ -32,14 +32,29 @@ t.test('a transaction of several creates is a child of the one that started the 
   await new Promise((resolve) => setImmediate(resolve))
   const queued = callers.slice(1).map((caller, index) => saveAs(caller, index + 2))
   release()
-  t.same((await Promise.all([first, ...queued])).map((outcome) => outcome.status), ['created', 'created', 'created', 'created'])
+  t.same(
+    (await Promise.all([first, ...queued])).map((outcome) => outcome.status),
+    ['created', 'created', 'created', 'created'],
+  )
   await tracing.shutdown()
 
   t.equal(collector.spans.length, 2, 'two transactions')
-  const alone = only(t, collector.spans.filter((span) => span.traceId === callers[0]!.traceId), 'store transaction')
+  const alone = only(
+    t,
+    collector.spans.filter((span) => span.traceId === callers[0]!.traceId),
+    'store transaction',
+  )
   t.match(alone, { parentSpanId: callers[0]!.spanId, links: [], attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 } })
-  const batch = only(t, collector.spans.filter((span) => span.traceId === callers[1]!.traceId), 'store transaction')
+  const batch = only(
+    t,
+    collector.spans.filter((span) => span.traceId === callers[1]!.traceId),
+    'store transaction',
+  )
   t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
-  t.same(batch.links, callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId })), 'linked to the others, in order')
+  t.same(
+    batch.links,
+    callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId })),
+    'linked to the others, in order',
+  )
   t.equal(batch.attributes['db.operation.batch.size'], 3)
 })
