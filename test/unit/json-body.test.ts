@@ -28,25 +28,14 @@ t.test('a longer number literal is an HttpError 400 before its value is computed
   }
 })
 
-t.test('other JSON values parse like JSON.parse', async (t) => {
-  const text = '{"s":"x\\u00e9","t":true,"f":false,"n":null,"a":[],"o":{},"x":-1.25e-3}'
-  t.strictSame(parseJsonBody(text), JSON.parse(text))
-})
-
-t.test('a repeated member name with different values is an HttpError 400 (RFC 8259 §4)', async (t) => {
-  for (const text of ['{"id":1,"id":2}', '{"a":{"b":1,"b":"1"}}']) {
-    const error = t.throws(() => parseJsonBody(text)) as HttpError
-    t.ok(error instanceof HttpError)
-    t.match(error, { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ })
-  }
-})
-
 t.test('a member name repeated with an equal value is accepted: every parser reads the same object', async (t) => {
   t.same(parseJsonBody('{"id":1,"name":"a","id":1}'), { id: 1, name: 'a' })
   t.same(parseJsonBody('{"a":{"b":[1,"x"]},"a":{"b":[1,"x"]}}'), { a: { b: [1, 'x'] } })
 })
 
-t.test('invalid JSON is an HttpError 400', async (t) => {
+t.test('invalid JSON is an HttpError 400; other JSON values parse like JSON.parse', async (t) => {
+  const valid = '{"s":"x\\u00e9","t":true,"f":false,"n":null,"a":[],"o":{},"x":-1.25e-3}'
+  t.strictSame(parseJsonBody(valid), JSON.parse(valid))
   for (const text of ['', '{', '{"id":1,}', "{'id':1}", '{"id":01}', 'NaN', '{"id":1} {}', '{"id":1e}']) {
     const error = t.throws(() => parseJsonBody(text), text) as HttpError
     t.ok(error instanceof HttpError, text)
@@ -54,8 +43,8 @@ t.test('invalid JSON is an HttpError 400', async (t) => {
   }
 })
 
-t.test('a repeated member name is found however it is spelled, and colons inside strings are not members', async (t) => {
-  for (const text of ['{"\\u0069d":1,"id":2}', '{"a\\"b":1,"a\\u0022b":2}', '[{"x":{"y":1}},{"x":{"y":1,"y":[2]}}]']) {
+t.test('a repeated member name with different values is an HttpError 400 (RFC 8259 §4) however it is spelled; colons inside strings are not members', async (t) => {
+  for (const text of ['{"id":1,"id":2}', '{"a":{"b":1,"b":"1"}}', '{"\\u0069d":1,"id":2}', '{"a\\"b":1,"a\\u0022b":2}', '[{"x":{"y":1}},{"x":{"y":1,"y":[2]}}]']) {
     t.match(
       t.throws(() => parseJsonBody(text), text),
       { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ },
