@@ -79,15 +79,17 @@ export class PlantStoreNetworkError extends Error {
 
 /** An answer outside the contract: a status it does not declare, or a body that is not a JSON object. */
 export class PlantStoreResponseError extends Error {
+  readonly status: number
+  readonly body: string
+
   /**
    * @param status - the HTTP status received.
    * @param body - the response body as text, for diagnosis.
    */
-  constructor(
-    readonly status: number,
-    readonly body: string,
-  ) {
+  constructor(status: number, body: string) {
     super(`Unexpected answer to createPlant: HTTP ${status}`)
+    this.status = status
+    this.body = body
     this.name = 'PlantStoreResponseError'
   }
 }

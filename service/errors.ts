@@ -7,13 +7,14 @@ import type { components } from './generated/openapi.js'
 
 /** An error with its HTTP status and headers (`WWW-Authenticate`, `Retry-After`, `Allow`). */
 export class HttpError extends Error {
+  readonly statusCode: number
+  readonly headers: Readonly<Record<string, string>>
+
   /** @param message - sent to the client, so no internals. */
-  constructor(
-    readonly statusCode: number,
-    message: string,
-    readonly headers: Readonly<Record<string, string>> = {},
-  ) {
+  constructor(statusCode: number, message: string, headers: Readonly<Record<string, string>> = {}) {
     super(message)
+    this.statusCode = statusCode
+    this.headers = headers
     this.name = 'HttpError'
   }
 }

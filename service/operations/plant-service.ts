@@ -14,7 +14,11 @@ export interface ServiceParts {
 }
 
 export class PlantService implements ServiceHandlers<operations> {
-  constructor(protected readonly parts: ServiceParts) {}
+  protected readonly parts: ServiceParts
+
+  constructor(parts: ServiceParts) {
+    this.parts = parts
+  }
 
   /** openapi.yaml, "Retries are safe". @throws {HttpError} 409 on a conflicting id (responses.Conflict); 503 when the store is unavailable. */
   async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {

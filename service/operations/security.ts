@@ -11,8 +11,12 @@ const bearerScheme = /^bearer /i
 
 /** glue's security class: one method per security scheme of openapi.yaml. */
 export class Security {
+  private readonly verifyBearerAuth: VerifyBearerAuth
+
   /** @param verifyBearerAuth - @fastify/bearer-auth's check: constant-time, scheme case-insensitive (RFC 9110 §11.1). */
-  constructor(private readonly verifyBearerAuth: VerifyBearerAuth) {}
+  constructor(verifyBearerAuth: VerifyBearerAuth) {
+    this.verifyBearerAuth = verifyBearerAuth
+  }
 
   /** @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge; `invalid_token` when a bearer token was sent. */
   bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {

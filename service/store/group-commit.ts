@@ -33,11 +33,13 @@ export class GroupCommit {
   private queue: Pending[] = []
   private inFlight = 0
   private scheduled = false
+  private readonly writer: BatchWriter
+  private readonly options: GroupCommitOptions
 
-  constructor(
-    private readonly writer: BatchWriter,
-    private readonly options: GroupCommitOptions,
-  ) {}
+  constructor(writer: BatchWriter, options: GroupCommitOptions) {
+    this.writer = writer
+    this.options = options
+  }
 
   /** Resolves once durable. @throws {StoreUnavailableError} when the store is unavailable; else only this plant's own error. */
   save(plant: PlantRecord): Promise<SaveOutcome> {

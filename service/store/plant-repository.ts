@@ -16,7 +16,11 @@ export class StoreUnavailableError extends Error {
 }
 
 export class PlantRepository {
-  constructor(protected readonly store: Store) {}
+  protected readonly store: Store
+
+  constructor(store: Store) {
+    this.store = store
+  }
 
   /** One atomic INSERT; the losers are read back without a transaction, as rows never change. @throws {StoreUnavailableError} when unreachable or overloaded. */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {

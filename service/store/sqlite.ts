@@ -34,11 +34,13 @@ function isDiskFailure(error: unknown): boolean {
 /** Failing from a failed write until a write or a probe succeeds. */
 class DiskState {
   private failure: Error | undefined
+  private readonly dataDir: string
+  private readonly onWriteFailure: ((error: Error) => void) | undefined
 
-  constructor(
-    private readonly dataDir: string,
-    private readonly onWriteFailure: ((error: Error) => void) | undefined,
-  ) {}
+  constructor(dataDir: string, onWriteFailure: ((error: Error) => void) | undefined) {
+    this.dataDir = dataDir
+    this.onWriteFailure = onWriteFailure
+  }
 
   wrote(): void {
     this.failure = undefined
