@@ -1,11 +1,9 @@
 /**
- * Every example in openapi.yaml is an answer the service really gives. Each
- * response example is provoked from a built app (`inject`, or a real socket for
- * what Node's HTTP server answers) and its body compared exactly; a message that
- * carries request data is provoked with the contract's own request example. The
- * answers only the example gateway gives (414, 429, 501, 502, 504, 505) are compared
- * with what its configuration returns (`deploy/nginx/errors.conf`). An example
- * nobody provokes fails the test, and so does a provoker without its example.
+ * Every example in openapi.yaml is an answer the service really gives: each response
+ * example is provoked (`inject`, or a socket for what Node's HTTP server answers, with
+ * the contract's request example) and its body compared exactly; the example gateway's
+ * own (414, 429, 501, 502, 504, 505) with `deploy/nginx/errors.conf`. An example nobody
+ * provokes fails, and so does a provoker without its example.
  *
  * @module
  */
@@ -66,11 +64,7 @@ function waitOf(example: ErrorExample): number {
   return Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
 }
 
-/**
- * The example as an answer provoked with a window of {@link waitOf} gives it: the
- * wait is the answer's `Retry-After`, which is the example's unless a second passed
- * between the requests.
- */
+/** The example with the wait of the answer's `Retry-After` (the example's unless a second passed between the requests). */
 function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorExample {
   const seconds = Number(answer.headers['retry-after'])
   t.ok(seconds <= waitOf(example) / 1000 && seconds > 0, `Retry-After ${seconds} within the window`)
@@ -79,27 +73,13 @@ function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorEx
 
 /** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
 const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }> = {
-  '200/created': {
-    answer: async (t) => postPlant(await build(t), withTag),
-  },
-  'BadRequest/wrongType': {
-    answer: async (t) => postPlant(await build(t), { ...withTag, name: 5 }),
-  },
-  'BadRequest/outOfRange': {
-    answer: async (t) => postPlant(await build(t), '{"id":9223372036854775808,"name":"Monstera deliciosa"}'),
-  },
-  'BadRequest/notUtf8': {
-    answer: async (t) => postPlant(await build(t), Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])),
-  },
-  'BadRequest/tooDeep': {
-    answer: async (t) => postPlant(await build(t), `{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`),
-  },
-  'UnsupportedMediaType/charset': {
-    answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }),
-  },
-  'Unauthorized/missing': {
-    answer: async (t) => postPlant(await build(t), withTag, { headers: { 'content-type': 'application/json' } }),
-  },
+  '200/created': { answer: async (t) => postPlant(await build(t), withTag) },
+  'BadRequest/wrongType': { answer: async (t) => postPlant(await build(t), { ...withTag, name: 5 }) },
+  'BadRequest/outOfRange': { answer: async (t) => postPlant(await build(t), '{"id":9223372036854775808,"name":"Monstera deliciosa"}') },
+  'BadRequest/notUtf8': { answer: async (t) => postPlant(await build(t), Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])) },
+  'BadRequest/tooDeep': { answer: async (t) => postPlant(await build(t), `{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`) },
+  'UnsupportedMediaType/charset': { answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }) },
+  'Unauthorized/missing': { answer: async (t) => postPlant(await build(t), withTag, { headers: { 'content-type': 'application/json' } }) },
   'Conflict/conflict': {
     answer: async (t) => {
       const app = await build(t)
@@ -107,12 +87,8 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
       return postPlant(app, { ...withTag, name: 'Ficus lyrata' })
     },
   },
-  'ContentTooLarge/tooLarge': {
-    answer: async (t) => postPlant(await build(t, { bodyLimit: 256 }), { ...withTag, name: 'x'.repeat(300) }),
-  },
-  'UnsupportedMediaType/unsupported': {
-    answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }),
-  },
+  'ContentTooLarge/tooLarge': { answer: async (t) => postPlant(await build(t, { bodyLimit: 256 }), { ...withTag, name: 'x'.repeat(300) }) },
+  'UnsupportedMediaType/unsupported': { answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }) },
   'TooManyRequests/rateLimited': {
     answer: async (t, example) => {
       const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
