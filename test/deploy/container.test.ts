@@ -102,8 +102,9 @@ t.test('podman stop lets an in-flight request finish with 200, then the containe
 
 t.test('podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one', async (t) => {
   const volume = await createVolume(t)
-  // Rate limiting is not under test here: the load must not be answered 429.
-  const container = await start(t, volume, { RATE_LIMIT_MAX: '0' })
+  // Rate limiting is not under test here: neither the load nor the replays may be answered 429.
+  const limitsOff = { RATE_LIMIT_MAX: '0' }
+  const container = await start(t, volume, limitsOff)
   const answered = new Map<number, string>()
   let next = 1
   let killed = false
@@ -124,7 +125,7 @@ t.test('podman kill -s KILL under load loses no plant answered 200; a new contai
   t.equal(await container.inspect('{{.State.ExitCode}}'), '137', 'killed (128 + SIGKILL)')
   await podman(['rm', '--force', container.name])
 
-  const second = await start(t, volume)
+  const second = await start(t, volume, limitsOff)
   const lost: number[] = []
   const ids = [...answered.keys()]
   for (let i = 0; i < ids.length; i += 16) {
