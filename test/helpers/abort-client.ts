@@ -4,7 +4,6 @@
  *
  * @module
  */
-import type { Socket } from 'node:net'
 import { open, requestHead, type Target } from './raw-http.js'
 
 /** Where in an exchange the connection is cut. */
