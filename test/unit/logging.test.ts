@@ -10,9 +10,17 @@ import t from 'tap'
 import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.js'
 import { logSink } from '../helpers/app.js'
 
-t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
+t.test('logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout', async (t) => {
   t.equal(loggerOptions('info', false).transport, undefined)
   t.match(loggerOptions('debug', true), { level: 'debug', transport: { target: 'pino-pretty' } })
+  const terminal = processLogging('debug', true)
+  t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
+  t.equal(terminal.options.stream, undefined)
+  t.doesNotThrow(() => terminal.flush())
+  const piped = processLogging('info', false)
+  t.equal(piped.options.transport, undefined)
+  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "stdout through pino's buffered destination")
+  t.doesNotThrow(() => piped.flush())
   const { stream, lines } = logSink()
   const logger = pino(loggerOptions('info', false), stream)
   logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
@@ -50,15 +58,4 @@ t.test('one line per request: nothing when it arrives; when it ends, the request
     lines.every((line) => typeof line.responseTime === 'number'),
     'responseTime is a JSON number',
   )
-})
-
-t.test('the process logs pretty on a terminal, else JSON through a buffered stdout', async (t) => {
-  const terminal = processLogging('debug', true)
-  t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
-  t.equal(terminal.options.stream, undefined)
-  t.doesNotThrow(() => terminal.flush())
-  const piped = processLogging('info', false)
-  t.equal(piped.options.transport, undefined)
-  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "stdout through pino's buffered destination")
-  t.doesNotThrow(() => piped.flush())
 })
