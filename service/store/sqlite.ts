@@ -115,12 +115,22 @@ function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
   }
 }
 
+/**
+ * Each statement text prepared once, as better-sqlite3 intends (Kysely asks for every query).
+ * Bounded: the texts are a few per batch size, up to `GROUP_COMMIT_MAX_BATCH`.
+ */
 function watchingWrites(database: SQLite.Database, disk: DiskState): SqliteDatabase {
+  const prepared = new Map<string, SqliteStatement>()
   return {
     close: () => database.close(),
     prepare: (source: string) => {
-      const statement = database.prepare(source)
-      return statement.readonly ? (statement as unknown as SqliteStatement) : watchedWrite(statement, database, disk)
+      let statement = prepared.get(source)
+      if (statement === undefined) {
+        const fresh = database.prepare(source)
+        statement = fresh.readonly ? (fresh as unknown as SqliteStatement) : watchedWrite(fresh, database, disk)
+        prepared.set(source, statement)
+      }
+      return statement
     },
   }
 }
