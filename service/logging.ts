@@ -51,6 +51,8 @@ export function processLogging(level: string, terminal: boolean): { options: Log
   if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
   const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
   setInterval(() => stdout.flush(), LOG_FLUSH_INTERVAL_MS).unref()
+  // pino flushes at exit only a destination with sync: false.
+  process.once('exit', () => stdout.flushSync())
   return { options: { ...loggerOptions(level, false), stream: stdout }, flush: () => stdout.flush() }
 }
 
