@@ -10,10 +10,11 @@
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
+import type { AppConfig } from '../../service/app.js'
 import { loadContract } from '../../service/contract.js'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { type PlantBody, type PostOptions, postPlant } from '../helpers/post-plant.js'
 import { exchange, requestHead } from '../helpers/raw-http.js'
 
 const contract = loadContract()
@@ -71,15 +72,29 @@ function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorEx
   return { ...example, message: example.message.replace(/retry in \d+ seconds/, `retry in ${seconds} seconds`) }
 }
 
+/** A create of `body` into a new app of `config`. */
+const created =
+  (body: PlantBody, options: PostOptions = {}, config: Partial<AppConfig> = {}) =>
+  async (t: Test) =>
+    postPlant(await build(t, config), body, options)
+/** Raw bytes to a new listening app: what Node's HTTP server answers itself. */
+const overSocket =
+  (request: string, config: Partial<AppConfig> = {}) =>
+  async (t: Test) =>
+    exchange({ url: (await listen(t, config)).url }, request)
+const WRONG = { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } }
+/** A create on a store that does not answer: 503. */
+const storeDown = async (t: Test) => created(withTag, {}, { databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })(t)
+
 /** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
 const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }> = {
-  '200/created': { answer: async (t) => postPlant(await build(t), withTag) },
-  'BadRequest/wrongType': { answer: async (t) => postPlant(await build(t), { ...withTag, name: 5 }) },
-  'BadRequest/outOfRange': { answer: async (t) => postPlant(await build(t), '{"id":9223372036854775808,"name":"Monstera deliciosa"}') },
-  'BadRequest/notUtf8': { answer: async (t) => postPlant(await build(t), Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])) },
-  'BadRequest/tooDeep': { answer: async (t) => postPlant(await build(t), `{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`) },
-  'UnsupportedMediaType/charset': { answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }) },
-  'Unauthorized/missing': { answer: async (t) => postPlant(await build(t), withTag, { headers: { 'content-type': 'application/json' } }) },
+  '200/created': { answer: created(withTag) },
+  'BadRequest/wrongType': { answer: created({ ...withTag, name: 5 }) },
+  'BadRequest/outOfRange': { answer: created('{"id":9223372036854775808,"name":"Monstera deliciosa"}') },
+  'BadRequest/notUtf8': { answer: created(Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])) },
+  'BadRequest/tooDeep': { answer: created(`{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`) },
+  'UnsupportedMediaType/charset': { answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }) },
+  'Unauthorized/missing': { answer: created(withTag, { headers: { 'content-type': 'application/json' } }) },
   'Conflict/conflict': {
     answer: async (t) => {
       const app = await build(t)
@@ -87,8 +102,8 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
       return postPlant(app, { ...withTag, name: 'Ficus lyrata' })
     },
   },
-  'ContentTooLarge/tooLarge': { answer: async (t) => postPlant(await build(t, { bodyLimit: 256 }), { ...withTag, name: 'x'.repeat(300) }) },
-  'UnsupportedMediaType/unsupported': { answer: async (t) => postPlant(await build(t), JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }) },
+  'ContentTooLarge/tooLarge': { answer: created({ ...withTag, name: 'x'.repeat(300) }, {}, { bodyLimit: 256 }) },
+  'UnsupportedMediaType/unsupported': { answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }) },
   'TooManyRequests/rateLimited': {
     answer: async (t, example) => {
       const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
@@ -100,24 +115,13 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
   'TooManyRequests/authenticationFailures': {
     answer: async (t, example) => {
       const app = await build(t, { authFailureLimitMax: 1, authFailureLimitWindowMs: waitOf(example) })
-      const wrong = { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' }
-      t.equal((await postPlant(app, withTag, { headers: wrong })).statusCode, 401, 'the budget: one failure')
-      return postPlant(app, withTag, { headers: wrong })
+      t.equal((await postPlant(app, withTag, WRONG)).statusCode, 401, 'the budget: one failure')
+      return postPlant(app, withTag, WRONG)
     },
     expected: withRetryAfter,
   },
-  'RequestTimeout/timeout': {
-    answer: async (t) => {
-      const { url } = await listen(t, { headersTimeoutMs: 300 })
-      return exchange({ url }, requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }))
-    },
-  },
-  'RequestHeaderFieldsTooLarge/tooLarge': {
-    answer: async (t) => {
-      const { url } = await listen(t)
-      return exchange({ url }, `${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`)
-    },
-  },
+  'RequestTimeout/timeout': { answer: overSocket(requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }), { headersTimeoutMs: 300 }) },
+  'RequestHeaderFieldsTooLarge/tooLarge': { answer: overSocket(`${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`) },
   'InternalServerError/internal': {
     answer: async (t) => {
       const store = await freshStore(t)
@@ -126,24 +130,9 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
       return postPlant(app, withTag)
     },
   },
-  'ServiceUnavailable/storeDown': {
-    answer: async (t) => {
-      const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
-      return postPlant(await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 }), withTag)
-    },
-  },
-  'BadRequest/unknownMethod': {
-    answer: async (t) => {
-      const { url } = await listen(t)
-      return exchange({ url }, `${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`)
-    },
-  },
-  'BadRequest/connect': {
-    answer: async (t) => {
-      const { url } = await listen(t)
-      return exchange({ url }, 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n')
-    },
-  },
+  'ServiceUnavailable/storeDown': { answer: storeDown },
+  'BadRequest/unknownMethod': { answer: overSocket(`${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`) },
+  'BadRequest/connect': { answer: overSocket('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n') },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
   'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
   'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },
@@ -179,16 +168,14 @@ t.test('each request example of createPlant is stored and answered 200 with its 
 })
 
 t.test('the header examples are what the service sends', async (t) => {
-  const app = await build(t)
-  const wrongToken = await postPlant(app, withTag, { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } })
+  const wrongToken = await created(withTag, WRONG)(t)
   const challenge = contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject
   const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as { examples: string[] }
   t.strictSame(challengeSchema.examples, [wrongToken.headers['www-authenticate']], 'WWW-Authenticate for a token that is not valid')
 
-  const unreachable = `postgres://postgres@127.0.0.1:${await freePort()}/test`
-  const storeDown = await postPlant(await build(t, { databaseUrl: unreachable, migrateOnStart: false, databaseConnectTimeoutMs: 1000 }), withTag)
+  const unavailable = await storeDown(t)
   const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as { examples: number[] }
-  t.strictSame(retryAfter.examples, [Number(storeDown.headers['retry-after'])], 'Retry-After of a 503')
+  t.strictSame(retryAfter.examples, [Number(unavailable.headers['retry-after'])], 'Retry-After of a 503')
 })
 
 t.test("the Error schema's examples are among the response examples", async (t) => {
