@@ -148,25 +148,3 @@ t.test('a parameter that is not a plain decimal integer, or is outside int64, is
     t.strictSame(response.json(), { error: 400, message }, url)
   }
 })
-
-t.test("reading comes before the route's own preValidation, the hand-over after its own preHandler; a route without integers is left as it is", async (t) => {
-  const handler = async () => 'ok'
-  const own = async () => {}
-  const plain = { method: 'GET', url: '/plain', handler } as RouteOptions
-  const named = { ...plain, schema: { params: { properties: { name: { type: 'string' } } } } }
-  exactInt64(plain)
-  exactInt64(named)
-  t.equal(plain.preValidation, undefined)
-  t.equal(named.preValidation, undefined)
-  t.equal(named.preHandler, undefined)
-  const route = { method: 'GET', url: '/:id', handler, preValidation: own, schema: { params: { properties: { id: { type: ['integer', 'null'] } } } } } as RouteOptions
-  exactInt64(route)
-  const hooks = [route.preValidation].flat()
-  t.equal(hooks.length, 2)
-  t.equal(hooks[1], own)
-  const handed = { ...plain, preHandler: own, schema: { params: { properties: { id: int64 } } } } as RouteOptions
-  exactInt64(handed)
-  const after = [handed.preHandler].flat()
-  t.equal(after.length, 2)
-  t.equal(after[0], own, "the hand-over comes after the route's own preHandler")
-})

@@ -41,20 +41,6 @@ t.test('no requirement, or an empty one, makes an operation public; an unknown s
   t.throws(() => authentication(contract([{ missing: [] }]), { operationId: 'op', responses: {} }, {}, noLimits), /No security handler for the scheme missing of op/)
 })
 
-t.test('a failure is counted before it is answered; the token limit runs after a success only', async (t) => {
-  const counted: string[] = []
-  const limits = {
-    countFailedAuthentication: async () => void counted.push('failure'),
-    limitToken: async () => void counted.push('token'),
-  }
-  const failing = authentication(contract([{ a: [] }]), { operationId: 'op', responses: {} }, { a: refuse(401) }, limits)
-  t.equal((await (await guarded(failing)).inject({ method: 'POST', url: '/x' })).statusCode, 401)
-  t.same(counted, ['failure'])
-  const passing = authentication(contract([{ a: [] }]), { operationId: 'op', responses: {} }, { a: async () => {} }, limits)
-  t.equal((await (await guarded(passing)).inject({ method: 'POST', url: '/x' })).statusCode, 200)
-  t.same(counted, ['failure', 'token'])
-})
-
 t.test('a required body is 415 when missing; an optional one is not checked', async (t) => {
   t.same(requiredBody({ responses: {} }), [])
   t.same(requiredBody({ responses: {}, requestBody: { content: {} } }), [])
