@@ -1,8 +1,9 @@
 /**
- * `createPlant` (`POST /plants`): create, durable storage, idempotent replay, conflict
- * (also under concurrency) and exact int64 ids (openapi.yaml, info.description:
- * "Retries are safe", "200 means durable", "Integers"). Rows are read straight from
- * the store the app used (SQLite, or PostgreSQL with `TEST_DATABASE_URL`).
+ * `createPlant` (`POST /plants`): idempotent replay, conflict (also under concurrency) and
+ * exact int64 ids (openapi.yaml, info.description: "Retries are safe", "Integers"). Rows are
+ * read straight from the store the app used (SQLite, or PostgreSQL with `TEST_DATABASE_URL`).
+ * A create answered 200 with the Plant: contract-examples.test.ts; stored across a restart:
+ * test/process/server.test.ts (SQLite), test/process/postgres.test.ts.
  *
  * @module
  */
@@ -40,25 +41,6 @@ async function storedRows(id: string): Promise<Row[]> {
     db.close()
   }
 }
-
-t.test('a valid NewPlant is answered 200 with the Plant, a tag only when sent', async (t) => {
-  t.strictSame((await postPlant(app, { id: 1, name: 'Monstera deliciosa', tag: 'indoor' }, { t })).json(), { name: 'Monstera deliciosa', tag: 'indoor' })
-  const untagged = await postPlant(app, { id: 2, name: 'Ficus lyrata' }, { t })
-  t.equal(untagged.statusCode, 200)
-  t.strictSame(untagged.json(), { name: 'Ficus lyrata' })
-})
-
-t.test('a 200 means the plant is stored: a restarted app replays it and refuses a conflict', async (t) => {
-  const own = await freshStore(t)
-  const first = await build(t, own)
-  t.equal((await postPlant(first, { id: 3, name: 'Aloe vera', tag: 'succulent' }, { t })).statusCode, 200)
-  await first.close()
-  const second = await build(t, own)
-  const replay = await postPlant(second, { id: 3, name: 'Aloe vera', tag: 'succulent' }, { t })
-  t.equal(replay.statusCode, 200)
-  t.strictSame(replay.json(), { name: 'Aloe vera', tag: 'succulent' })
-  t.equal((await postPlant(second, { id: 3, name: 'Aloe ferox', tag: 'succulent' }, { t })).statusCode, 409)
-})
 
 t.test('the same id with identical content is an idempotent replay: 200 with the stored Plant, stored once', async (t) => {
   for (const body of [{ id: 4, name: 'Pilea', tag: 'indoor' }, { tag: 'indoor', name: 'Pilea', id: 4 }, '{"id":4,"name":"Pilea","tag":"indoor"}']) {

@@ -29,14 +29,8 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 /** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
 export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/** A PostgreSQL schema of one test: a URL whose connections use it (`search_path`), and a client inside it. */
-export interface PostgresSchema {
-  readonly url: string
-  readonly client: pg.Client
-}
-
-/** Creates an empty PostgreSQL schema, dropped (with the client closed) at teardown. */
-export async function postgresSchema(t: TestContext): Promise<PostgresSchema> {
+/** Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client inside it. */
+export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
   const schema = `test_${randomBytes(6).toString('hex')}`
   const client = new pg.Client({ connectionString: POSTGRES_URL })
   await client.connect()
@@ -90,9 +84,9 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }), ...overrides }
 }
 
-/** Options to open a store directly in a test: the test defaults, then `overrides`. */
+/** Options to open a store directly in a test: the test defaults (a dropped idle connection is no failure), then `overrides`. */
 export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOptions {
-  return { ...testConfig(), onConnectionError: ignoreConnectionError, ...overrides }
+  return { ...testConfig(), onConnectionError: () => {}, ...overrides }
 }
 
 /**
@@ -121,17 +115,8 @@ export async function listen(t: TestContext, overrides: Partial<AppConfig> = {})
   return { app, url }
 }
 
-/** `onConnectionError` of stores opened in tests: a dropped idle connection is no failure. */
-export function ignoreConnectionError(): void {}
-
-/** A pino destination (`stream`) that keeps every log line, parsed, in order. */
-export interface LogSink {
-  readonly stream: Writable
-  readonly lines: Array<Record<string, unknown>>
-}
-
-/** A new {@link LogSink}. */
-export function logSink(): LogSink {
+/** A pino destination (`stream`) that keeps every log line, parsed, in order (`lines`). */
+export function logSink(): { stream: Writable; lines: Array<Record<string, unknown>> } {
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {

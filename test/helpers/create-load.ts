@@ -29,14 +29,6 @@ export interface Load {
   stop(): Promise<void>
 }
 
-/** What the answers of a failover window say. */
-export interface FailoverFigures {
-  /** Seconds from the kill to the first 200 of a request sent after it. */
-  readonly recoverySeconds: number
-  /** Answers that came between the kill and that 200, by status (0: no answer). */
-  readonly during: Readonly<Record<number, number>>
-}
-
 /** Requests a client sends per second at most: half the gateway's per-address rate, so none is 429. */
 const CLIENT_RATE = 50
 
@@ -109,10 +101,10 @@ export function countByStatus(outcomes: readonly Outcome[]): Record<number, numb
 }
 
 /**
- * The figures of a failover: the kill happened at `killedAt` (`performance.now()`).
- * @throws when no request sent after the kill was answered 200.
+ * A failover whose kill happened at `killedAt` (`performance.now()`): seconds from it to the first 200 of a request sent after it,
+ * and the answers that came in between, by status. @throws when no request sent after the kill was answered 200.
  */
-export function failoverFigures(outcomes: readonly Outcome[], killedAt: number): FailoverFigures {
+export function failoverFigures(outcomes: readonly Outcome[], killedAt: number): { recoverySeconds: number; during: Record<number, number> } {
   const recovered = outcomes.filter((outcome) => outcome.sentAt >= killedAt && outcome.status === 200).reduce((first, outcome) => Math.min(first, outcome.answeredAt), Infinity)
   if (recovered === Infinity) throw new Error('no create sent after the kill was answered 200')
   const during = countByStatus(outcomes.filter((outcome) => outcome.answeredAt >= killedAt && outcome.answeredAt <= recovered))

@@ -1,6 +1,6 @@
 /**
- * `POST /plants` (or any operation, {@link callOperation}) as a client sends it: into an
- * app by `inject`, or over HTTP(S) to a running service or gateway, with one response shape.
+ * `POST /plants` as a client sends it: into an app by `inject`, or over HTTP(S) to a
+ * running service or gateway, with one response shape.
  *
  * @module
  */
@@ -9,7 +9,7 @@ import { request as httpsRequest } from 'node:https'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { JSON_HEADERS } from './app.js'
-import { contractViolations, type RequestLine } from './contract.js'
+import { contractViolations } from './contract.js'
 
 /** Request headers; a header whose value is `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>
@@ -49,15 +49,10 @@ export interface PostOptions {
  * @throws over HTTP(S) when no whole response comes (refused, reset, cut off, timed out).
  */
 export async function postPlant(target: FastifyInstance | string, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
-  return callOperation(target, { method: 'POST', url: '/plants' }, body, options)
-}
-
-/** Sends `request` (e.g. `{ method: 'GET', url: '/plants/1' }`) as {@link postPlant} does; `options.t` checks it against that operation. */
-export async function callOperation(target: FastifyInstance | string, request: RequestLine, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
   const headers = Object.fromEntries(Object.entries(options.headers ?? JSON_HEADERS).filter((entry): entry is [string, string] => entry[1] !== undefined))
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : jsonText(body)
-  const response = typeof target === 'string' ? await overHttp(target, request, payload, headers, options) : await injected(target, request, payload, headers, options)
-  options.t?.same(contractViolations(response, request), [], `${response.statusCode} conforms to the contract`)
+  const response = typeof target === 'string' ? await overHttp(target, payload, headers, options) : await injected(target, payload, headers, options)
+  options.t?.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
   return response
 }
 
@@ -70,10 +65,10 @@ export function jsonText(value: object): string {
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
 
 /** Through `inject`. */
-async function injected(app: FastifyInstance, request: RequestLine, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+async function injected(app: FastifyInstance, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
   const response = await app.inject({
-    method: request.method as 'POST',
-    url: request.url,
+    method: 'POST',
+    url: '/plants',
     headers,
     ...(payload === undefined ? {} : { payload }),
     ...(options.from === undefined ? {} : { remoteAddress: options.from }),
@@ -82,22 +77,22 @@ async function injected(app: FastifyInstance, request: RequestLine, payload: str
 }
 
 /** Over a real connection to `base`. */
-async function overHttp(base: string, request: RequestLine, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
-  const url = new URL(`${base.replace(/\/$/, '')}${request.url}`)
+async function overHttp(base: string, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+  const url = new URL(`${base.replace(/\/$/, '')}/plants`)
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   const sized = payload === undefined || Object.keys(headers).some((name) => name.toLowerCase() === 'content-length') ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
   return new Promise((resolve, reject) => {
-    const sent = send(url, { method: request.method, headers: sized, agent: options.agent, ca: options.ca, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
+    const sent = send(url, { method: 'POST', headers: sized, agent: options.agent, ca: options.ca, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
       const chunks: Buffer[] = []
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
       incoming.on('error', reject)
       incoming.on('end', () => resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))))
       // A response cut off before its end is no answer.
       incoming.on('close', () => {
-        if (!incoming.complete) reject(new Error(`${request.method} ${url}: the response was cut off`))
+        if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
       })
     })
-    sent.on('timeout', () => sent.destroy(new Error(`${request.method} ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
+    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
     sent.on('error', reject)
     sent.end(payload)
   })
