@@ -87,10 +87,8 @@ t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS
   const idle = await Promise.all(Array.from({ length: 20 }, () => connection(url)))
   t.teardown(() => idle.forEach((socket) => socket.destroy()))
   const answers = await Promise.all(idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)))
-  t.ok(
-    answers.every(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed),
-    'each got 404 and was closed',
-  )
+  const closed404 = answers.filter(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed)
+  t.equal(closed404.length, idle.length, 'each got 404 and was closed')
   t.equal((await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })).statusCode, 200)
 })
 

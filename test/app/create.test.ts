@@ -69,10 +69,7 @@ t.test('the same id with other content is a conflict (409 naming the id); the st
 
 t.test('20 concurrent creates of one id: identical ones all 200; different ones one 200 and 19 conflicts; stored once', async (t) => {
   const identical = await Promise.all(Array.from({ length: 20 }, () => postPlant(app, { id: 6, name: 'Calathea', tag: 'indoor' }, { t })))
-  t.strictSame(
-    identical.map((response) => response.statusCode),
-    Array(20).fill(200),
-  )
+  t.strictSame(new Set(identical.map((response) => response.statusCode)), new Set([200]))
   t.strictSame(await storedRows('6'), [{ id: '6', name: 'Calathea', tag: 'indoor' }])
   const names = Array.from({ length: 20 }, (_, index) => `Fern ${index}`)
   const statuses = (await Promise.all(names.map((name) => postPlant(app, { id: 7, name }, { t })))).map((response) => response.statusCode)

@@ -10,10 +10,7 @@ t.test('liveness and readiness answer 200 with no token, and are not in the publ
   t.equal(ready.statusCode, 200)
   t.same(ready.json(), { status: 'ready' })
   const document = (await app.inject({ url: '/docs/json' })).json() as { paths: object }
-  t.notOk(
-    Object.keys(document.paths).some((path) => path.startsWith('/health')),
-    'no /health path in the document',
-  )
+  t.notMatch(Object.keys(document.paths).join(' '), /\/health/, 'no /health path in the document')
 })
 
 t.test('draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their connection', async (t) => {
@@ -57,16 +54,11 @@ t.test('request id: a well-formed X-Request-Id is kept, returned, and on every l
   const response = await postPlant(app, { id: 1, name: 5 }, { headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' } })
   t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
   const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
-  t.same(
-    ofRequest.map((line) => line.msg),
-    ['request rejected', 'request completed'],
-    'the rejection as it happens, then one line for the request, with its status and duration',
-  )
+  const messages = ofRequest.map((line) => line.msg)
+  t.same(messages, ['request rejected', 'request completed'], 'the rejection as it happens, then one line for the request, with its status and duration')
   t.match(ofRequest[1], { req: { method: 'POST', url: '/plants' }, res: { statusCode: 400 }, responseTime: Number })
-  t.same(
-    lines.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),
-    ofRequest.filter((line) => line.req !== undefined || line.res !== undefined).map((line) => line.requestId),
-  )
+  const ofSomeRequest = (line: Record<string, unknown>) => line.req !== undefined || line.res !== undefined
+  t.same(lines.filter(ofSomeRequest), ofRequest.filter(ofSomeRequest), 'no other line of a request')
   const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
   for (const id of [undefined, 'has spaces and "quotes"', 'x'.repeat(129)]) {
     t.match((await app.inject({ url: '/health/live', headers: id === undefined ? {} : { 'x-request-id': id } })).headers['x-request-id'], uuid)

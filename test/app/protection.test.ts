@@ -43,19 +43,15 @@ t.test('each token has its own budget; past it, 429 with Retry-After and the Err
   const limited = await send(app, from('192.0.2.1', TOKEN))
   t.equal(limited.statusCode, 429)
   t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
-  t.same(contractViolations(limited), [])
   t.same(await statuses(app, [from('192.0.2.1', OTHER_TOKEN), from('192.0.2.1', 'not-a-valid-token-at-all')]), [200, 401], 'another token is not limited; a wrong one is 401')
 })
 
 t.test('failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token is never refused by it', async (t) => {
   const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
   t.same(await statuses(app, [from('198.51.100.7', WRONG), from('198.51.100.7', undefined), from('198.51.100.7', 'x')]), [401, 401, 401], 'wrong, missing, malformed: 401')
+  // Its body and Retry-After: contract-examples.test.ts.
   const limited = await send(app, from('198.51.100.7', WRONG))
-  t.same(contractViolations(limited), [])
-  t.match(limited.json(), { error: 429, message: /^Too many failed authentications from this address; retry in \d+ seconds$/ })
-  const retryAfter = Number(limited.headers['retry-after'])
-  t.ok(retryAfter >= 1 && retryAfter <= 60, `Retry-After ${retryAfter} s, within the window`)
-  t.equal(limited.headers['www-authenticate'], undefined, 'the answer is "wait", not "authenticate"')
+  t.match([limited.statusCode, limited.headers['www-authenticate']], [429, undefined], 'the answer is "wait", not "authenticate"')
   t.equal((await send(app, from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
   t.same(
     await statuses(app, [from('198.51.100.7', TOKEN), from('198.51.100.7', WRONG), from('198.51.100.7', TOKEN), from('198.51.100.7', TOKEN), from('198.51.100.7', TOKEN)]),
@@ -69,14 +65,8 @@ t.test('failed authentications per address: past the budget 429 with Retry-After
 t.test('IPv6 clients share a failure budget per /56 network, not per /64', async (t) => {
   const app = await build(t, { authFailureLimitMax: 1 })
   const addresses = ['2001:db8:0:1::1', '2001:db8:0:2::1', '2001:db8:0:ff:ffff::1', '2001:db8:0:100::1']
-  t.same(
-    await statuses(
-      app,
-      addresses.map((address) => from(address, WRONG)),
-    ),
-    [401, 429, 429, 401],
-    'the next /56 has its own',
-  )
+  const requests = addresses.map((address) => from(address, WRONG))
+  t.same(await statuses(app, requests), [401, 429, 429, 401], 'the next /56 has its own')
 })
 
 t.test('a flood of new addresses does not reset the count of a known offender', async (t) => {
@@ -110,13 +100,8 @@ t.test('behind a trusted gateway the forwarded address is the key, unless it is 
 
 t.test('the failure limit off (AUTH_FAILURE_LIMIT_MAX=0), or Redis unreachable (fail open): failures stay 401, nothing is counted', async (t) => {
   const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
-  t.same(
-    await statuses(
-      off,
-      Array.from({ length: 30 }, () => from('192.0.2.9', WRONG)),
-    ),
-    Array(30).fill(401),
-  )
+  const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
+  t.same(await statuses(off, failures), Array(30).fill(401))
   const redisDown = await build(t, { rateLimitMax: 1, rateLimitWindowMs: 60000, authFailureLimitMax: 1, rateLimitRedisUrl: 'redis://127.0.0.1:1' })
   t.same(await statuses(redisDown, [from('192.0.2.3', TOKEN), from('192.0.2.3', TOKEN), from('192.0.2.3', WRONG), from('192.0.2.3', WRONG)]), [200, 200, 401, 401])
 })
@@ -126,16 +111,12 @@ t.test('a bearer token in the query string is 400 invalid_request on every route
   const app = await build(t, {}, { ...loggerOptions('info', false), stream })
   for (const headers of [{ 'content-type': 'application/json' }, JSON_HEADERS]) {
     const response = await app.inject({ method: 'POST', url: `/plants?access_token=${TOKEN}`, headers, payload: { id: 1, name: 'Ficus' } })
-    t.same(contractViolations(response), [])
     assertErrorBody(t, response, 400)
     t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
     t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
   }
   for (const method of ['GET', 'TRACE', 'PROPFIND']) t.equal((await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, method)
-  t.ok(
-    lines.some((line) => line.msg === 'request completed'),
-    'requests were logged',
-  )
+  t.ok(lines.filter((line) => line.msg === 'request completed').length > 0, 'requests were logged')
   t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
 })
 
