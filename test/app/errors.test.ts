@@ -9,7 +9,7 @@
 import { METHODS } from 'node:http'
 import t from 'tap'
 import { JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
-import { allowedMethods, assertErrorBody, examplePath, OPERATIONS, pathTemplateOf } from '../helpers/contract.js'
+import { allowedMethods, assertErrorBody, examplePath, OPERATIONS } from '../helpers/contract.js'
 import { exchange } from '../helpers/raw-http.js'
 
 const { app, url } = await listen(t)
@@ -22,7 +22,6 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
     ['POST', '/plant'],
     ['DELETE', '/nowhere?x=1'],
   ] as const) {
-    t.equal(pathTemplateOf(url), undefined, `${url} is no path of the contract`)
     assertErrorBody(t, await app.inject({ method, url, headers: JSON_HEADERS, payload: method === 'GET' ? undefined : '{}' }), 404)
   }
 })

@@ -51,20 +51,6 @@ export function otherMethod(path: string): string {
 /** A URL path of the template `path`: each `{parameter}` as `1`. */
 export const examplePath = (path: string): string => path.replace(/\{[^}]+\}/g, '1')
 
-/** The contract's path template that the URL `url` (path and query) falls under, if any: `/plants/12` is under `/plants/{id}`. */
-export function pathTemplateOf(url: string): string | undefined {
-  const path = url.split('?')[0]!
-  const literal = (text: string) => text.replace(/[.*+?^$()|[\]\\]/g, '\\$&')
-  return Object.keys(contract.paths).find((template) =>
-    new RegExp(
-      `^${template
-        .split(/\{[^}]+\}/)
-        .map(literal)
-        .join('[^/]+')}$`,
-    ).test(path),
-  )
-}
-
 /** A validator of the contract's schema at `pointer` (e.g. `#/components/schemas/NewPlant`), compiled once. */
 export function schemaAt(pointer: string): ValidateFunction {
   let validate = validators.get(pointer)
