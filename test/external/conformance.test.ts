@@ -12,8 +12,7 @@
  *
  * @module
  */
-import { type ChildProcess, spawn } from 'node:child_process'
-import { once } from 'node:events'
+import { spawn } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
@@ -38,7 +37,7 @@ const REQUEST_TIMEOUT_MS = 60_000
 async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]): Promise<string> {
   const args = [PRISM_BIN, 'proxy', contract, upstream, '--host', '127.0.0.1', '--port', '0', '--multiprocess=false', ...flags]
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } })
-  t.teardown(() => stop(child))
+  t.teardown(() => void child.kill('SIGKILL'))
   let output = ''
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000))
   child.stdout!.on('data', collect)
@@ -53,16 +52,6 @@ async function startPrism(t: TestContext, contract: string, upstream: string, fl
     if (url !== undefined && (await fetch(`${url}/plants`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined))) return url
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
-}
-
-/** Stops a child process: SIGTERM, then SIGKILL if it has not exited after 5 s. */
-async function stop(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return
-  const exited = once(child, 'exit')
-  child.kill('SIGTERM')
-  const timer = setTimeout(() => child.kill('SIGKILL'), 5000)
-  await exited
-  clearTimeout(timer)
 }
 
 /** What Prism found wrong with one exchange: the `sl-violations` entries, and its own problem document. */

@@ -11,7 +11,7 @@ import { LIMITS_OFF, type TestContext } from './app.js'
 /**
  * A running service process: its base URL, everything it wrote so far (`output`), `stop`
  * (a signal; resolves with the exit code), and `waitFor` a pattern in its output (the
- * match; throws when it exits first or after {@link OUTPUT_DEADLINE_MS}).
+ * match; throws when it exits first or after 120 s).
  */
 export interface ServiceProcess {
   readonly child: ChildProcess
@@ -21,29 +21,18 @@ export interface ServiceProcess {
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
-/** Longest wait on a service's output: a guard against a hung process, generous for a busy machine. */
-export const OUTPUT_DEADLINE_MS = 120000
-
 /** Spawns the service with `env` and waits until it listens; killed at teardown. @throws when it exits first or does not listen in time. */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
-  return watchService(t, child, output)
-}
-
-/** The {@link ServiceProcess} of a process a test spawned itself (output gathered by {@link collectOutput}), once it listens. */
-export async function watchService(t: TestContext, child: ChildProcess, output: () => string): Promise<ServiceProcess> {
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
   const exited = once(child, 'close')
-  t.teardown(() => {
-    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
-  })
-  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
-    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
-    const [code] = (await exited) as [number | null]
-    return code
-  }
   let closed = false
   child.on('close', () => (closed = true))
+  t.teardown(() => void (closed || child.kill('SIGKILL')))
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM') => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    return ((await exited) as [number | null])[0]
+  }
   // Checked on every chunk the process writes (after output() has it) and when it exits.
   const waitFor = (pattern: RegExp) =>
     new Promise<RegExpExecArray>((resolve, reject) => {
@@ -52,17 +41,13 @@ export async function watchService(t: TestContext, child: ChildProcess, output: 
         if (match) finish(() => resolve(match))
         else if (closed) finish(() => reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}); no ${pattern} in its output:\n${output()}`)))
       }
-      const timer = setTimeout(() => finish(() => reject(new Error(`no ${pattern} in the output within ${OUTPUT_DEADLINE_MS} ms:\n${output()}`))), OUTPUT_DEADLINE_MS)
+      const timer = setTimeout(() => finish(() => reject(new Error(`no ${pattern} in the output within 120 s:\n${output()}`))), 120_000)
       const finish = (settle: () => void) => {
         clearTimeout(timer)
-        child.stdout!.off('data', check)
-        child.stderr!.off('data', check)
-        child.off('close', check)
+        for (const emitter of [child.stdout!, child.stderr!, child]) emitter.off(emitter === child ? 'close' : 'data', check)
         settle()
       }
-      child.stdout!.on('data', check)
-      child.stderr!.on('data', check)
-      child.on('close', check)
+      for (const emitter of [child.stdout!, child.stderr!, child]) emitter.on(emitter === child ? 'close' : 'data', check)
       check()
     })
   try {
@@ -80,46 +65,32 @@ export async function completedLogLine(service: ServiceProcess, requestId: strin
   return JSON.parse(line) as Record<string, unknown>
 }
 
-/** Who a service process runs as: a user and group id other than the test's (e.g. 65534, nobody). */
-export interface RunAs {
-  readonly uid: number
-  readonly gid: number
-}
-
-/** Runs the service (as `runAs`, else the test's user) until it exits by itself; returns its exit code and output. */
-export async function runToExit(env: Record<string, string>, runAs?: RunAs): Promise<{ code: number | null; output: string }> {
+/** Runs the service (as `runAs`, a user and group id, else the test's user) until it exits by itself; returns its exit code and output. */
+export async function runToExit(env: Record<string, string>, runAs?: { uid: number; gid: number }): Promise<{ code: number | null; output: string }> {
   const { child, output } = spawnService(env, runAs)
   const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
 }
 
-/** What a service process inherits: PATH and tap's loader and coverage settings; no configuration. */
-function inherited(): Record<string, string | undefined> {
-  return Object.fromEntries(Object.entries(process.env).filter(([name]) => /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name)))
-}
-
 /** `TEST_SERVICE_SCRIPT` (e.g. `dist/service/server.js`): the built artifact to run with plain Node instead. */
 const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
 
-/** Whether service processes run {@link ARTIFACT} under plain Node, without tap's loader hooks. */
+/** Whether service processes run the built artifact under plain Node, without tap's loader hooks. */
 export const RUNS_ARTIFACT = ARTIFACT !== undefined
 
-/** Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`; no compile cache (its code reports no coverage). */
-function spawnService(env: Record<string, string | undefined>, runAs?: RunAs): { child: ChildProcess; output: () => string } {
-  const command = ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT]
-  const child = spawn(process.execPath, command, {
+/**
+ * Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`, inheriting only
+ * PATH and tap's loader and coverage settings; no compile cache (its code reports no coverage).
+ */
+function spawnService(env: Record<string, string | undefined>, runAs?: { uid: number; gid: number }): { child: ChildProcess; output: () => string } {
+  const inherited = Object.entries(process.env).filter(([name]) => /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name))
+  const child = spawn(process.execPath, ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT], {
     // (spawn leaves out the variables whose value is undefined.)
-    env: { ...inherited(), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
+    env: { ...Object.fromEntries(inherited), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
     ...runAs,
   })
-  return { child, output: collectOutput(child) }
-}
-
-/** Gathers what a child writes to its piped stdout and stderr; call it right after spawning. */
-export function collectOutput(child: ChildProcess): () => string {
   let output = ''
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()))
-  return () => output
+  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  return { child, output: () => output }
 }

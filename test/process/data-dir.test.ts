@@ -55,7 +55,10 @@ t.test('a store migrated by a newer release stops the start, naming the unknown 
   t.notOk(existsSync(wal), 'the last connection to close removes it')
   const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
   sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
+  const refused = { name: 'MigrationError', message: /migrated by a newer release.*9999-from-the-future.*refusing to start/ }
+  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused)
+  sqlite.prepare(`delete from kysely_migration where name = '0001-create-plant'`).run()
   sqlite.close()
-  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), { name: 'MigrationError', message: /newer release.*9999-from-the-future/ })
+  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused, 'as many migrations recorded as this release knows, but another one')
   t.notOk(existsSync(wal), 'no connection of the refused start is left open')
 })
