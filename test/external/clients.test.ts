@@ -1,15 +1,19 @@
 /**
- * client/plant-store-client.ts against a listening service: ids at ±2^53 ± 1 and at the
- * int64 limits sent exactly; a declared status read into its type (every status is read
- * alike; the service's answers to each: test/app, conformance.test.ts); failures typed.
+ * Clients against a listening service. client/plant-store-client.ts: ids at ±2^53 ± 1 and
+ * at the int64 limits sent exactly; a declared status read into its type (every status is
+ * read alike; the service's answers to each: test/app, conformance.test.ts); failures
+ * typed. openapi-fetch, typed by the generated `paths` (an int64 a `bigint`, so bodies
+ * are serialized by lossless-json): what the compiler accepts is what the service answers.
  *
  * @module
  */
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
+import { stringify } from 'lossless-json'
+import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
 import { type CreatePlantResult, type CreatePlantStatus, PlantStoreClient, PlantStoreNetworkError, PlantStoreResponseError, readCreatePlantResponse } from '../../client/plant-store-client.js'
-import type { components, operations } from '../../service/generated/openapi.js'
+import type { components, operations, paths } from '../../service/generated/openapi.js'
 import { listen, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
 
@@ -97,4 +101,21 @@ t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
   const aborted = await client.createPlant({ id: 1n, name: 'Fern' }, { signal: AbortSignal.abort() }).catch((error: unknown) => error)
   t.type(aborted, PlantStoreNetworkError, 'signal aborted')
   t.equal(((aborted as Error).cause as Error).name, 'AbortError')
+})
+
+t.test('openapi-fetch: create and replay 200 with the Plant as typed data; 409 and 400 (a string id, refused by the types) with a typed Error', async (t) => {
+  const typed = createClient<paths>({ baseUrl: url, bodySerializer: (body) => stringify(body)!, headers: { authorization: `Bearer ${TOKEN}` } })
+  const monstera = { id: EDGE + 3n, name: 'Monstera deliciosa', tag: 'indoor' }
+  for (const attempt of ['create', 'replay']) {
+    const { data, error, response } = await typed.POST('/plants', { body: monstera })
+    t.equal(response.status, 200, attempt)
+    const plant: Plant | undefined = data
+    t.same([plant, error], [{ name: monstera.name, tag: monstera.tag }, undefined])
+  }
+  const conflict = await typed.POST('/plants', { body: { id: monstera.id, name: 'Ficus lyrata' } })
+  const body: ErrorBody | undefined = conflict.error
+  t.match([conflict.response.status, conflict.data, body], [409, undefined, { error: 409, message: /\b9007199254740995\b/ }], 'the message names the id exactly')
+  // @ts-expect-error -- NewPlant.id is an int64, a bigint: the compiler rejects a string.
+  const refused = await typed.POST('/plants', { body: { id: '3', name: 'Fern' } })
+  t.match([refused.response.status, refused.error], [400, { error: 400, message: /body\/id/ }])
 })
