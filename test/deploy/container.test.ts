@@ -28,15 +28,13 @@ async function start(t: TestContext, volume?: string, env: Record<string, string
 }
 const create = (url: string, id: number, name = `plant ${id}`) => postPlant(url, { id, name, tag: 'container' }, { headers: AUTHORIZED })
 
-t.test('runs as uid 1000, node as PID 1, a read-only root, no capabilities, no privilege gain; POST /plants is 401 without the token, 200 with it', async (t) => {
+// What the hardening options do (capabilities, privilege gain) is asserted for compose.yaml's in compose.test.ts.
+t.test('runs as uid 1000, node as PID 1, on a read-only root; POST /plants is 401 without the token, 200 with it', async (t) => {
   const container = await start(t)
   t.equal(await podman(['exec', container.name, 'id', '-u']), '1000', 'the service runs as the node user')
   const command = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Cmd}}', image])) as string[]
   t.same([command[0], command.at(-1)], ['node', 'dist/service/server.js'], "the image's command: node, its options, the service")
   t.equal((await podman(['exec', container.name, 'cat', '/proc/1/cmdline'])).split('\0').join(' ').trim(), command.join(' '), 'node itself is PID 1 (receives the stop signal)')
-  const status = await podman(['exec', container.name, 'cat', '/proc/1/status'])
-  t.match(status, /^CapEff:\s+0+$/m, 'no effective capabilities')
-  t.match(status, /^NoNewPrivs:\s+1$/m, 'no privilege gain')
   await t.rejects(podman(['exec', container.name, 'touch', '/app/probe']), /Read-only file system/, 'the application files cannot be changed')
   t.equal((await postPlant(container.url, { id: 1, name: 'Monstera' }, { headers: { 'content-type': 'application/json' } })).statusCode, 401, 'no token: 401')
   t.equal((await create(container.url, 1)).statusCode, 200, 'the token from the secret file: 200')
@@ -96,8 +94,7 @@ t.test('podman stop lets an in-flight request finish with 200, then the containe
   await stopped
   t.equal(await container.inspect('{{.State.ExitCode}}'), '0', 'the service exits 0 by itself')
   t.ok(Date.now() - started < stopTimeoutMs, `stopped in ${Date.now() - started} ms, before the stop timeout`)
-  const replay = await create((await start(t, volume)).url, 42, 'in flight')
-  t.same({ status: replay.statusCode, body: replay.body }, answer, 'the plant answered during the stop is stored (a new container on the volume)')
+  t.equal((await create((await start(t, volume)).url, 42, 'another name')).statusCode, 409, 'the plant answered during the stop is stored: other content is 409 on a new container')
 })
 
 t.test('podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one', async (t) => {
@@ -105,7 +102,7 @@ t.test('podman kill -s KILL under load loses no plant answered 200; a new contai
   // Rate limiting is not under test here: neither the load nor the replays may be answered 429.
   const limitsOff = { RATE_LIMIT_MAX: '0' }
   const container = await start(t, volume, limitsOff)
-  const answered = new Map<number, string>()
+  const answered: number[] = []
   let next = 1
   let killed = false
   const client = async (): Promise<void> => {
@@ -113,12 +110,12 @@ t.test('podman kill -s KILL under load loses no plant answered 200; a new contai
       const id = next++
       // A connection that dies with the container leaves the plant's fate unknown: not counted.
       const response = await create(container.url, id).catch(() => undefined)
-      if (response?.statusCode === 200) answered.set(id, response.body)
+      if (response?.statusCode === 200) answered.push(id)
     }
   }
   const load = Promise.all(Array.from({ length: 16 }, client))
   const loadStarted = Date.now()
-  await waitUntil('100 plants answered 200 and 3 s of load', 40_000, async () => answered.size >= 100 && Date.now() - loadStarted >= 3000)
+  await waitUntil('100 plants answered 200 and 3 s of load', 40_000, async () => answered.length >= 100 && Date.now() - loadStarted >= 3000)
   await podman(['kill', '--signal', 'KILL', container.name])
   killed = true
   await load
@@ -127,12 +124,10 @@ t.test('podman kill -s KILL under load loses no plant answered 200; a new contai
 
   const second = await start(t, volume, limitsOff)
   const lost: number[] = []
-  const ids = [...answered.keys()]
-  for (let i = 0; i < ids.length; i += 16) {
-    await Promise.all(ids.slice(i, i + 16).map(async (id) => ((await create(second.url, id)).body !== answered.get(id) ? lost.push(id) : 0)))
+  for (let i = 0; i < answered.length; i += 16) {
+    await Promise.all(answered.slice(i, i + 16).map(async (id) => ((await create(second.url, id, 'another name')).statusCode !== 409 ? lost.push(id) : 0)))
   }
-  t.same(lost, [], `every one of the ${ids.length} plants answered 200 replays with the same body on a new container on the volume`)
-  t.equal((await create(second.url, ids[0]!, 'another name')).statusCode, 409, 'different content for a stored id: 409')
+  t.same(lost, [], `every one of the ${answered.length} plants answered 200 is on the volume: other content for its id is 409 on a new container`)
 })
 
 /** Walks the image's file system with its own node (no shell needed): what must not be there, and what /app holds. */

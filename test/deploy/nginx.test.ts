@@ -103,8 +103,18 @@ t.test('a replica that does not answer: 504 with the Error body after the gatewa
   t.same(contractViolations(response), [])
 })
 
-t.test('what the gateway sends a replica: the client address set (not appended), https, the host, its request id, HTTP/1.1 kept alive', async (t) => {
-  const spoofed = { ...AUTHORIZED, 'X-Forwarded-For': '203.0.113.7', 'X-Forwarded-Proto': 'http', 'X-Forwarded-Host': 'evil.example', Forwarded: 'for=203.0.113.7', 'X-Request-Id': 'chosen-by-client' }
+// The service keeps a well-formed X-Request-Id and continues the trace of a traceparent: operations.test.ts, tracing.test.ts.
+t.test("what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the client's traceparent, HTTP/1.1 kept alive", async (t) => {
+  const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+  const spoofed = {
+    ...AUTHORIZED,
+    'X-Forwarded-For': '203.0.113.7',
+    'X-Forwarded-Proto': 'http',
+    'X-Forwarded-Host': 'evil.example',
+    Forwarded: 'for=203.0.113.7',
+    'X-Request-Id': 'chosen-by-client',
+    traceparent,
+  }
   const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), '127.0.0.2')
   t.equal(response.statusCode, 200)
   const { httpVersion, headers, url } = seen.at(-1)!
@@ -112,6 +122,7 @@ t.test('what the gateway sends a replica: the client address set (not appended),
   t.same([url, httpVersion, headers.connection], ['/plants', '1.1', undefined], 'the prefix stripped; HTTP/1.1 kept alive')
   t.same(forwarded, ['127.0.0.2', 'https', 'localhost', undefined], "the client's address, https, the Host the client sent; no Forwarded")
   t.equal(headers['x-request-id'], response.headers['x-request-id'], "the gateway's request id, returned to the client")
+  t.equal(headers.traceparent, traceparent, 'the traceparent unchanged: one trace from the client to the service')
   t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
   t.equal((await gateway.accessEntry(response.headers['x-request-id']!)).client, '127.0.0.2', "the client's address in the gateway's access log")
 })
