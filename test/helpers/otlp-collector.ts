@@ -42,28 +42,24 @@ export interface ExportedSpan {
 
 /**
  * A running collector: its URL (`OTEL_EXPORTER_OTLP_ENDPOINT`), the spans and export
- * requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after `deadlineMs`.
+ * requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after 60 s.
  */
 export interface Collector {
   readonly url: string
   readonly spans: ExportedSpan[]
   readonly requests: Array<{ readonly path: string; readonly contentType: string }>
-  waitFor(done: (spans: ExportedSpan[]) => boolean, deadlineMs?: number): Promise<ExportedSpan[]>
+  waitFor(done: (spans: ExportedSpan[]) => boolean): Promise<ExportedSpan[]>
 }
 
 /** Starts a {@link Collector} on a free loopback port; closed at teardown. */
 export async function startCollector(t: TestContext): Promise<Collector> {
   const spans: ExportedSpan[] = []
   const requests: Array<{ path: string; contentType: string }> = []
-  const server = createServer((request, response) => {
-    const chunks: Buffer[] = []
-    request.on('data', (chunk: Buffer) => chunks.push(chunk))
-    request.on('end', () => {
-      requests.push({ path: request.url!, contentType: request.headers['content-type'] ?? '' })
-      spans.push(...decode(Buffer.concat(chunks)))
-      // An empty ExportTraceServiceResponse: everything accepted.
-      response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
-    })
+  const server = createServer(async (request, response) => {
+    requests.push({ path: request.url!, contentType: request.headers['content-type'] ?? '' })
+    spans.push(...decode(Buffer.concat(await request.toArray())))
+    // An empty ExportTraceServiceResponse: everything accepted.
+    response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
   })
   server.listen(0, '127.0.0.1')
   await once(server, 'listening')
@@ -72,9 +68,9 @@ export async function startCollector(t: TestContext): Promise<Collector> {
     server.close()
   })
   const { port } = server.address() as { port: number }
-  const waitFor = async (done: (spans: ExportedSpan[]) => boolean, deadlineMs = 60_000) => {
-    for (const deadline = Date.now() + deadlineMs; !done(spans); await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if (Date.now() > deadline) throw new Error(`the spans expected did not come within ${deadlineMs} ms; received:\n${JSON.stringify(spans, null, 2)}`)
+  const waitFor = async (done: (spans: ExportedSpan[]) => boolean) => {
+    for (const deadline = Date.now() + 60_000; !done(spans); await new Promise((resolve) => setTimeout(resolve, 50))) {
+      if (Date.now() > deadline) throw new Error(`the spans expected did not come within 60 s; received:\n${JSON.stringify(spans, null, 2)}`)
     }
     return spans
   }

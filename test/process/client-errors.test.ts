@@ -18,7 +18,6 @@ import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../
 const { stream, lines } = logSink()
 const app = await build(t, {}, { level: 'info', stream })
 const url = await app.listen({ host: '127.0.0.1', port: 0 })
-const logs = () => lines
 
 /** The response is `status` with the Error body, and a request id that the log line of the rejection carries. */
 function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
@@ -55,7 +54,7 @@ t.test('what the HTTP parser refuses is answered with the Error body and the con
   for (const [what, request, status] of parserErrors) {
     const response = await exchange({ url }, request)
     t.equal(response.statusCode, status, what)
-    rejected(t, response, status, logs())
+    rejected(t, response, status, lines)
     t.equal(response.headers.connection, 'close')
     if (request.startsWith('POST /plants HTTP/1.1')) t.same(contractViolations(response), [], 'declared for POST /plants')
   }
@@ -87,7 +86,7 @@ t.test('a request cut short (the client ends its side amid the headers) is answe
   t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
   t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
   t.ok(
-    logs().some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'),
+    lines.some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'),
     'what the parser found is logged',
   )
 })
@@ -96,7 +95,7 @@ t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §
   const body = '{"id":1,"name":"Fern"}'
   const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
   const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
-  rejected(t, response, 400, logs())
+  rejected(t, response, 400, lines)
   t.match(JSON.parse(response.body), { message: /Host/ })
   t.same(contractViolations(response), [])
   t.equal((await exchange({ url }, `POST /plants HTTP/1.0\r\n${headers}${body}`)).statusCode, 200)
@@ -105,7 +104,7 @@ t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §
 t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with the Error body', async (t) => {
   for (const path of ['/plants%zz', '/docs/%C0', '/%']) {
     const response = await exchange({ url }, wholeRequest('GET', path))
-    rejected(t, response, 400, logs())
+    rejected(t, response, 400, lines)
   }
 })
 

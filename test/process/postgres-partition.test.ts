@@ -12,15 +12,6 @@ import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helper
 import { partitionProxy } from '../helpers/partition-proxy.js'
 import { postPlant } from '../helpers/post-plant.js'
 
-/** One create and its answer; times are `performance.now()`. */
-interface Answer {
-  readonly id: number
-  readonly status: number
-  readonly retryAfter: string | undefined
-  readonly sentAt: number
-  readonly answeredAt: number
-}
-
 /** Longer than the statement timeout, so that creates in flight and sent during it are answered before the heal. */
 const PARTITION_MS = 10000
 
@@ -33,11 +24,12 @@ t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the s
   const boundMs = databaseStatementTimeoutMs + databaseConnectTimeoutMs + 1000
   const app = await migratedApp(t, { databaseUrl: proxy.url })
 
-  const answers: Answer[] = []
-  const send = async (id: number): Promise<Answer> => {
+  // Each create and its answer; times are `performance.now()`.
+  const answers: Array<{ id: number; status: number; retryAfter: unknown; sentAt: number; answeredAt: number }> = []
+  const send = async (id: number) => {
     const sentAt = performance.now()
     const response = await postPlant(app, { id, name: `plant ${id}` })
-    const answer = { id, status: response.statusCode, retryAfter: response.headers['retry-after'] as string | undefined, sentAt, answeredAt: performance.now() }
+    const answer = { id, status: response.statusCode, retryAfter: response.headers['retry-after'], sentAt, answeredAt: performance.now() }
     answers.push(answer)
     return answer
   }
