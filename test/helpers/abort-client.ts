@@ -23,6 +23,9 @@ function shape(name: string, method: string, path: string, headers: Record<strin
   return { name, head: `${requestHead(method, path, headers)}${length}\r\n`, body }
 }
 
+/** The wrong bearer token the shapes send. */
+export const WRONG_TOKEN = `${'w'.repeat(20)}${'x'.repeat(20)}`
+
 /** The kinds of request each phase is tried with; `token` is a valid bearer token, `prefix` a gateway's path prefix. */
 export function requestShapes(token: string, prefix = ''): RequestShape[] {
   const json = { 'Content-Type': 'application/json' }
@@ -32,7 +35,7 @@ export function requestShapes(token: string, prefix = ''): RequestShape[] {
     shape('the docs', 'GET', `${prefix}/docs/json`, {}),
     shape('an unknown path', 'GET', `${prefix}/nothing`, {}),
     shape('no token', 'POST', `${prefix}/plants`, json, plant),
-    shape('a wrong token', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${'w'.repeat(20)}${'x'.repeat(20)}` }, plant),
+    shape('a wrong token', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${WRONG_TOKEN}` }, plant),
     create,
     { name: 'a pipelined pair', head: `${create.head}${create.body}${create.head}`, body: create.body },
     shape('Expect: 100-continue', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${token}`, Expect: '100-continue' }, plant),

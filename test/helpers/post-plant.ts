@@ -36,9 +36,7 @@ export interface PostOptions {
   readonly t?: Pick<Test, 'same'>
   /** The client's address: the remote address with `inject`, the local one over HTTP (127.0.0.0/8). */
   readonly from?: string
-  /** Over HTTPS: the PEM certificate to trust. */
-  readonly ca?: string
-  /** Over HTTP(S): the agent to use; Node's global one unless given. */
+  /** Over HTTP(S): the agent to use (with the PEM to trust over HTTPS); Node's global one unless given. */
   readonly agent?: Agent
   /** Over HTTP(S): fail when the connection is idle this long. */
   readonly timeoutMs?: number
@@ -82,7 +80,7 @@ async function overHttp(base: string, payload: string | Buffer | undefined, head
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
   const sized = payload === undefined || Object.keys(headers).some((name) => name.toLowerCase() === 'content-length') ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
   return new Promise((resolve, reject) => {
-    const sent = send(url, { method: 'POST', headers: sized, agent: options.agent, ca: options.ca, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
+    const sent = send(url, { method: 'POST', headers: sized, agent: options.agent, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
       const chunks: Buffer[] = []
       incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
       incoming.on('error', reject)
