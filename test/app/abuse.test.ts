@@ -4,27 +4,20 @@
  * answers never cached. Budgets and limits: protection.test.ts.
  */
 import { once } from 'node:events'
-import { connect, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import t from 'tap'
 import { listen, TOKEN } from '../helpers/app.js'
 import { otherMethod } from '../helpers/contract.js'
 import { postPlant } from '../helpers/post-plant.js'
-import { exchange, requestHead } from '../helpers/raw-http.js'
-
-/** A connection to `url`'s port, once the client side is open. */
-async function connection(url: string): Promise<Socket> {
-  const socket = connect(Number(new URL(url).port), '127.0.0.1')
-  await once(socket, 'connect')
-  return socket
-}
+import { connected, exchange, requestHead } from '../helpers/raw-http.js'
 
 t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones are served', async (t) => {
   const { app, url } = await listen(t, { maxConnections: 2 })
-  const held = [await connection(url), await connection(url)]
+  const held = [await connected({ url }), await connected({ url })]
   t.teardown(() => held.forEach((socket) => socket.destroy()))
   while ((await new Promise<number>((resolve) => app.server.getConnections((_, count) => resolve(count)))) < 2);
   const dropped = once(app.server, 'drop')
-  const extra = await connection(url)
+  const extra = await connected({ url })
   extra.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
   const received: Buffer[] = []
   extra.on('data', (chunk: Buffer) => received.push(chunk))
@@ -68,13 +61,13 @@ t.test('an error answer to a request no operation accepted, or whose body is unr
     ['another media type, its body unread', `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`, 415],
   ]
   for (const [what, request, status] of cases) {
-    const socket = await connection(url)
+    const socket = await connected({ url })
     t.teardown(() => socket.destroy())
     const { received, closed } = await until(socket, request, () => false)
     t.match(received, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), `${what}: ${status}, Connection: close`)
     t.ok(closed, `${what}: the server closed the connection`)
   }
-  const socket = await connection(url)
+  const socket = await connected({ url })
   t.teardown(() => socket.destroy())
   const body = '{"id":1,"name":"Ficus"}'
   const kept = await until(socket, `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`, (received) => received.endsWith('}'))
@@ -84,7 +77,7 @@ t.test('an error answer to a request no operation accepted, or whose body is unr
 
 t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS', async (t) => {
   const { url } = await listen(t, { maxConnections: 20 })
-  const idle = await Promise.all(Array.from({ length: 20 }, () => connection(url)))
+  const idle = await Promise.all(Array.from({ length: 20 }, () => connected({ url })))
   t.teardown(() => idle.forEach((socket) => socket.destroy()))
   const answers = await Promise.all(idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)))
   const closed404 = answers.filter(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed)
@@ -97,11 +90,11 @@ t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9
   const body = '{"id":1,"name":"Ficus"}'
   const head = (headers: Record<string, string>) =>
     `${requestHead('POST', '/plants', { ...headers, 'Content-Type': 'application/json', Expect: '100-continue', 'Content-Length': String(body.length) })}\r\n`
-  const refused = await connection(url)
+  const refused = await connected({ url })
   t.teardown(() => refused.destroy())
   const { received } = await until(refused, head({ Authorization: 'Bearer wrong' }), () => false)
   t.match(received, /^HTTP\/1\.1 401 /, 'without a valid token: 401, never 100')
-  const invited = await connection(url)
+  const invited = await connected({ url })
   t.teardown(() => invited.destroy())
   const interim = await until(invited, head({ Authorization: `Bearer ${TOKEN}` }), (text) => text.includes('\r\n\r\n'))
   t.match(interim.received, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, 'with one: 100 Continue, before the body is sent')

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { once } from 'node:events'
 import { connect as connectTcp, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
 
@@ -84,6 +85,13 @@ export function open(target: Target): Socket {
   const tcp = connectTcp({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port), localAddress: target.localAddress })
   if (protocol !== 'https:') return tcp
   return connectTls({ socket: tcp, ca: target.ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] })
+}
+
+/** {@link open}, resolved once connected (over TLS, once secure). */
+export async function connected(target: Target): Promise<Socket> {
+  const socket = open(target)
+  await once(socket, target.url.startsWith('https:') ? 'secureConnect' : 'connect')
+  return socket
 }
 
 /** A complete response in `data`, or `undefined` while more is to come. */
