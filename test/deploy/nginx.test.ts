@@ -10,13 +10,12 @@ import { createServer as createHttpServer, type IncomingHttpHeaders } from 'node
 import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { TLSSocket } from 'node:tls'
 import t from 'tap'
 import { TOKEN } from '../helpers/app.js'
 import { run } from '../helpers/command.js'
 import { allowedMethods, contractViolations } from '../helpers/contract.js'
 import { answeredBy, authorized, errorBody, GATEWAY_PREFIX, get, NGINX, NGINX_DIR, PLANTS, post, selfSignedCertificate, send, startGateway } from '../helpers/nginx.js'
-import { exchange, headerLines, open, requestHead } from '../helpers/raw-http.js'
+import { connected, exchange, headerLines, requestHead } from '../helpers/raw-http.js'
 
 const AUTHORIZED = authorized(TOKEN)
 
@@ -136,15 +135,11 @@ t.test('the example configuration, every file as shipped, passes nginx -t (with 
   t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
 })
 
-/** Opens a TLS connection to the gateway from `localAddress`, once it is established. */
-async function connection(localAddress: string): Promise<TLSSocket> {
-  const socket = open({ url: gateway.origin, ca: gateway.ca, localAddress }) as TLSSocket
-  await once(socket, 'secureConnect')
-  return socket
-}
+/** A TLS connection to the gateway from `localAddress`, once established. */
+const connection = (localAddress: string) => connected({ url: gateway.origin, ca: gateway.ca, localAddress })
 
 t.test('per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other addresses are served', async (t) => {
-  const held: TLSSocket[] = []
+  const held: Socket[] = []
   t.teardown(() => held.forEach((socket) => socket.destroy()))
   for (let i = 0; i < 100; i++) {
     const socket = await connection('127.0.0.3')
