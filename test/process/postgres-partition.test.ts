@@ -3,13 +3,13 @@
  * closes): every create is answered within the statement plus connect timeouts, writes
  * resume at the heal, nothing answered 200 is lost or stored twice.
  */
+import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
-import type pg from 'pg'
 import t from 'tap'
 import { openStore } from '../../service/store/database.js'
 import { QUERY_TIMEOUT_MARGIN_MS } from '../../service/store/postgres.js'
 import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helpers/app.js'
-import { partitionProxy } from '../helpers/partition-proxy.js'
+import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.js'
 import { postPlant } from '../helpers/post-plant.js'
 
 /** Longer than the statement timeout, so that creates in flight and sent during it are answered before the heal. */
@@ -54,7 +54,7 @@ t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the s
   await client.query('rollback')
   t.ok(await until(async () => (await client.query('select 1 from plant where id = 1')).rowCount === 1, 30000), 'it committed on the server, unanswered')
 
-  await sleep(PARTITION_MS - (performance.now() - partitionedAt))
+  await sleep(Math.max(0, PARTITION_MS - (performance.now() - partitionedAt)))
   const healedAt = performance.now()
   proxy.heal()
   const back = () => answers.find((answer) => answer.sentAt >= healedAt && answer.status === 200)
@@ -139,19 +139,3 @@ t.test('a connection whose statement got no answer leaves the pool; one that got
   const second = await backend()
   t.not(second, first, 'the next statement runs on a new connection')
 })
-
-/** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live, not from a snapshot). */
-async function blockedBy(client: pg.Client): Promise<boolean> {
-  const { rows } = await client.query('select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() = any(pg_blocking_pids(w.pid))')
-  return rows[0].n > 0
-}
-
-/** Checks `condition` every 10 ms until it holds, for at most `timeoutMs`. @returns whether it held. */
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  for (const deadline = performance.now() + timeoutMs; performance.now() < deadline; await sleep(10)) if (await condition()) return true
-  return false
-}
-
-function sleep(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)))
-}

@@ -1,13 +1,12 @@
 /** PostgreSQL in production shape, whatever store the suite uses: replicas on one database, outages, migrations, shutdown under load. */
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import type pg from 'pg'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.js'
 import { migratedApp, postgresSchema, testConfig, TOKEN } from '../helpers/app.js'
 import { freePort } from '../helpers/machine.js'
 import { postPlant } from '../helpers/post-plant.js'
-import { partitionProxy } from '../helpers/partition-proxy.js'
+import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.js'
 import { runToExit, startService } from '../helpers/process.js'
 
 /** The status of a create sent to `url`; 0 when not answered (refused or reset). */
@@ -146,14 +145,14 @@ t.test(
     // the statement timeout is the window to see the INSERT wait and ask for readiness.
     const statementTimeoutMs = 3000
     const app = await migratedApp(t, { databaseUrl: url, databasePoolSize: 1, databaseStatementTimeoutMs: statementTimeoutMs, databaseConnectTimeoutMs: 100 })
-    t.equal((await untilReady(app)).at(-1), 200, 'ready: the pool holds its one connection')
+    t.ok(await until(async () => (await app.inject({ url: '/health/ready' })).statusCode === 200, 30000), 'ready: the pool holds its one connection')
     const send = (id: number) => postPlant(app, { id, name: 'Ficus' }, { t })
     // Another session holds the row of id 1: the service's INSERT waits, holding the pool's only connection.
     await client.query('begin')
     await client.query(`insert into plant (id, name) values (1, 'Ficus')`)
     const started = performance.now()
     const blocked = send(1)
-    t.ok(await untilLockWait(client), "the service's INSERT waits on the row lock")
+    t.ok(await until(() => blockedBy(client), 30000), "the service's INSERT waits on the row lock")
     const [ready, queued] = await Promise.all([app.inject({ url: '/health/ready' }), send(2)])
     const waitedMs = performance.now() - started
     const timedOut = await blocked
@@ -166,28 +165,3 @@ t.test(
     t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')
   },
 )
-
-/** Asks for readiness until 200 (a 503 retried after its `Retry-After`), at most 30 s; returns every status. */
-async function untilReady(app: FastifyInstance): Promise<number[]> {
-  const statuses: number[] = []
-  const deadline = Date.now() + 30000
-  for (;;) {
-    const response = await app.inject({ url: '/health/ready' })
-    statuses.push(response.statusCode)
-    if (response.statusCode !== 503 || Date.now() > deadline) return statuses
-    await new Promise((resolve) => setTimeout(resolve, Number(response.headers['retry-after']) * 1000))
-  }
-}
-
-/** Whether an INSERT into `plant` waits on a lock within 30 s (polled through `client`, inside a transaction). */
-async function untilLockWait(client: pg.Client): Promise<boolean> {
-  const deadline = Date.now() + 30000
-  while (Date.now() < deadline) {
-    // (statistics are snapshotted per transaction, and this session is inside one)
-    await client.query('select pg_stat_clear_snapshot()')
-    const { rows } = await client.query(`select count(*)::int as waiting from pg_stat_activity where wait_event_type = 'Lock' and query ilike 'insert into "plant"%'`)
-    if (rows[0].waiting > 0) return true
-    await new Promise((resolve) => setTimeout(resolve, 10))
-  }
-  return false
-}

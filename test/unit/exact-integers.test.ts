@@ -8,7 +8,7 @@
  */
 import Fastify, { type FastifyRequest, type onRequestHookHandler, type RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { AJV_OPTIONS } from '../../service/app.js'
 import { errorHandler } from '../../service/errors.js'
 import { exactInt64, forValidation, int64Format, numberOf } from '../../service/exact-integers.js'
@@ -67,19 +67,20 @@ t.test('integers outside int64 are moved beyond ±(2^63 + 2048); the int64 forma
   t.equal(int64Format.type, 'number')
 })
 
-t.test('int64 members are handed over through properties and allOf, nested', async (t) => {
+t.test('int64 members are handed over through properties and allOf, nested, and items of arrays', async (t) => {
   const schema = { allOf: [{ properties: { name: { type: 'string' } } }, { properties: { id: { properties: { own: int64 } } } }] }
   t.strictSame(structuredClone(handedOver('{"own":9007199254740993,"other":9007199254740993}', schema)), { own: 9007199254740993n, other: 9007199254740992 })
   t.strictSame(structuredClone(handedOver('{"own":5,"other":9007199254740993}', schema)), { own: 5n, other: 9007199254740992 }, 'a safe member beside an unsafe one')
   t.equal(handedOver('"text"', schema), 'text', 'a value validation would refuse is left alone')
   t.equal(handedOver('null', schema), null)
-})
-
-t.test('int64 items of an array are handed over, each exactly', async (t) => {
-  const schema = { properties: { id: { type: 'array', items: { properties: { own: int64 } } } } }
-  t.strictSame(structuredClone(handedOver('[{"own":9007199254740993},{"own":1},{"other":9007199254740993}]', schema)), [{ own: 9007199254740993n }, { own: 1n }, { other: 9007199254740992 }])
+  const array = { properties: { id: { type: 'array', items: { properties: { own: int64 } } } } }
+  t.strictSame(
+    structuredClone(handedOver('[{"own":9007199254740993},{"own":1},{"other":9007199254740993}]', array)),
+    [{ own: 9007199254740993n }, { own: 1n }, { other: 9007199254740992 }],
+    'items of an array',
+  )
   t.strictSame(structuredClone(handedOver('[9007199254740993, 2]', { properties: { id: { items: int64 } } })), [9007199254740993n, 2n], 'items that are int64 themselves')
-  t.strictSame(handedOver('{"own":1}', schema), { own: 1 }, 'not an array: left alone')
+  t.strictSame(handedOver('{"own":1}', array), { own: 1 }, 'not an array: left alone')
 })
 
 t.test('an int64 below a keyword the hand-over does not follow stops the start, naming where', async (t) => {
@@ -94,44 +95,26 @@ t.test('an int64 below a keyword the hand-over does not follow stops the start, 
 
 type GetPlant = FastifyRequest<{ Params: { id: bigint }; Querystring: { revision?: bigint; note?: unknown } }>
 
-/** The fixture app; `getPlant` answers with the id and revision it received, and the types they had. */
-async function fixtureApp(t: Test) {
+t.test('an int64 path or query parameter is handed over as the exact bigint it spells; one not a plain decimal integer, or outside int64, is 400 naming it', async (t) => {
+  // The fixture app, wired as the application wires its contract; getPlant answers with the id and revision it received, and their types.
   const app = Fastify({ ajv: AJV_OPTIONS })
   t.teardown(() => app.close())
   app.setErrorHandler(errorHandler)
   app.addHook('onRoute', exactInt64)
-  await app.register(openapiGlue, {
-    specification: fixtureContract(),
-    serviceHandlers: {
-      getPlant: async ({ params, query }: GetPlant) => ({
-        name: `${params.id}:${typeof params.id}`,
-        tag: `${query.revision}:${typeof query.revision}:${typeof query.note}`,
-      }),
-    },
-    securityHandlers: { bearerAuth: () => {} },
-  })
-  return app
-}
-
-t.test('an int64 path or query parameter is handed over as the exact bigint it spells', async (t) => {
-  const app = await fixtureApp(t)
-  const cases = {
+  const getPlant = async ({ params, query }: GetPlant) => ({ name: `${params.id}:${typeof params.id}`, tag: `${query.revision}:${typeof query.revision}:${typeof query.note}` })
+  await app.register(openapiGlue, { specification: fixtureContract(), serviceHandlers: { getPlant }, securityHandlers: { bearerAuth: () => {} } })
+  const handed = {
     '/plants/1': { name: '1:bigint', tag: 'undefined:undefined:undefined' },
     '/plants/0?revision=-3': { name: '0:bigint', tag: '-3:bigint:undefined' },
     '/plants/9223372036854775807': { name: '9223372036854775807:bigint', tag: 'undefined:undefined:undefined' },
     '/plants/-9223372036854775808?revision=9007199254740993': { name: '-9223372036854775808:bigint', tag: '9007199254740993:bigint:undefined' },
     '/plants/2?note=01': { name: '2:bigint', tag: 'undefined:undefined:string' },
   }
-  for (const [url, body] of Object.entries(cases)) {
+  for (const [url, body] of Object.entries(handed)) {
     const response = await app.inject({ url })
-    t.equal(response.statusCode, 200, url)
-    t.strictSame(response.json(), body, url)
+    t.strictSame([response.statusCode, response.json()], [200, body], url)
   }
-})
-
-t.test('a parameter that is not a plain decimal integer, or is outside int64, is 400 naming it', async (t) => {
-  const app = await fixtureApp(t)
-  const cases = {
+  const refused = {
     '/plants/1.5': 'params/id must be integer',
     '/plants/1e3': 'params/id must be integer',
     '/plants/01': 'params/id must be integer',
@@ -142,9 +125,8 @@ t.test('a parameter that is not a plain decimal integer, or is outside int64, is
     '/plants/1?revision=1.0': 'querystring/revision must be integer',
     '/plants/1?revision=1&revision=2': 'querystring/revision must be integer',
   }
-  for (const [url, message] of Object.entries(cases)) {
+  for (const [url, message] of Object.entries(refused)) {
     const response = await app.inject({ url })
-    t.equal(response.statusCode, 400, url)
-    t.strictSame(response.json(), { error: 400, message }, url)
+    t.strictSame([response.statusCode, response.json()], [400, { error: 400, message }], url)
   }
 })
