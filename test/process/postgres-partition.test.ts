@@ -67,26 +67,14 @@ t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the s
   t.equal(heldAnswer.status, 503, 'the create that committed unanswered: 503')
   const slowest = Math.max(...answers.map((answer) => answer.answeredAt - answer.sentAt))
   t.ok(slowest <= boundMs, `every create answered within ${boundMs} ms (slowest ${Math.round(slowest)} ms)`)
-  t.same(
-    answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter === '1'))),
-    [],
-    'every answer is 200, or 503 with Retry-After',
-  )
+  const stray = answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter === '1')))
+  t.same(stray, [], 'every answer is 200, or 503 with Retry-After')
   // Answers forwarded before the partition may still arrive just after it.
   const during = answers.filter((answer) => answer.answeredAt > partitionedAt + 1000 && answer.answeredAt < healedAt)
-  t.same(
-    during.filter((answer) => answer.status !== 503),
-    [],
-    'nothing is stored during the partition',
-  )
-  t.ok(
-    during.some((answer) => answer.sentAt < partitionedAt),
-    'creates in flight at the partition are answered during it',
-  )
-  t.ok(
-    during.some((answer) => answer.sentAt > partitionedAt),
-    'creates sent during the partition are answered during it',
-  )
+  const written = during.filter((answer) => answer.status !== 503)
+  const bothAnswered = during.some((answer) => answer.sentAt < partitionedAt) && during.some((answer) => answer.sentAt > partitionedAt)
+  t.same(written, [], 'nothing is stored during the partition')
+  t.ok(bothAnswered, 'creates in flight at the partition, and sent during it, are answered during it')
 
   const stored = ok().map((answer) => answer.id)
   const { rows } = await client.query('select count(*)::int as n from plant where id = any($1::bigint[])', [stored])
@@ -100,11 +88,7 @@ t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the s
   }
   const failed = answers.filter((answer) => answer.status !== 200).map((answer) => answer.id)
   const retried = await Promise.all(failed.map(retry))
-  t.same(
-    retried.filter((status) => status !== 200),
-    [],
-    `every create answered 503, retried after the heal, is 200 (${failed.length}, the one that committed unanswered among them)`,
-  )
+  t.same(retried, Array(retried.length).fill(200), `every create answered 503, retried after the heal, is 200 (${failed.length}, the one that committed unanswered among them)`)
   const { rows: table } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
   const sent = new Set(answers.map((answer) => answer.id)).size
   t.same(table[0], { plants: sent, ids: sent }, 'every plant sent is stored, once')

@@ -93,6 +93,19 @@ t.test('an int64 below a keyword the hand-over does not follow stops the start, 
   t.throws(() => exactInt64(route), { message: 'An int64 that is a whole request part cannot be handed over exactly' })
 })
 
+t.test("the hand-over comes after the route's own preHandler, which sees a number; a route without a schema is left as it is", async (t) => {
+  const app = Fastify({ ajv: AJV_OPTIONS })
+  t.teardown(() => app.close())
+  app.addHook('onRoute', exactInt64)
+  const typeOfId = async (request: FastifyRequest) => typeof (request.params as { id: unknown }).id
+  let seen = ''
+  app.get('/:id', { schema: { params: { properties: { id: int64 } } }, preHandler: async (request) => void (seen = await typeOfId(request)) }, typeOfId)
+  app.get('/', async () => 'plain')
+  t.equal((await app.inject({ url: '/9007199254740993' })).body, 'bigint')
+  t.equal(seen, 'number')
+  t.equal((await app.inject({ url: '/' })).body, 'plain')
+})
+
 type GetPlant = FastifyRequest<{ Params: { id: bigint }; Querystring: { revision?: bigint; note?: unknown } }>
 
 t.test('an int64 path or query parameter is handed over as the exact bigint it spells; one not a plain decimal integer, or outside int64, is 400 naming it', async (t) => {
