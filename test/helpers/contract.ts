@@ -19,15 +19,8 @@ ajv.addSchema(contract, 'contract')
 
 const validators = new Map<string, ValidateFunction>()
 
-/** An operation of the contract: its method (upper case), path template and operationId. */
-export interface Operation {
-  readonly method: string
-  readonly path: string
-  readonly operationId: string
-}
-
-/** Every operation of openapi.yaml, in the document's order. */
-export const OPERATIONS: readonly Operation[] = Object.entries(contract.paths).flatMap(([path, item = {}]) =>
+/** Every operation of openapi.yaml (method upper case, path template, operationId), in the document's order. */
+export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operationId: string }> = Object.entries(contract.paths).flatMap(([path, item = {}]) =>
   Object.entries(item).flatMap(([method, operation]) => {
     const operationId = (operation as { operationId?: unknown }).operationId
     return typeof operationId === 'string' ? [{ method: method.toUpperCase(), path, operationId }] : []
