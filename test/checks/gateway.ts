@@ -1,10 +1,8 @@
 /**
- * `npm run check:gateway`: the example gateway's limits (deploy/nginx/nginx.conf) line
- * up with the service's defaults (service/settings.ts): it refuses bodies over
- * BODY_LIMIT and keeps the ones it accepts in memory, gives up on headers no later
- * than the service, and drops idle upstream connections before the service does (so
- * it never sends a request on a connection the service is closing). Prints each
- * disagreement; exits 1 when there is one.
+ * `npm run check:gateway`: deploy/nginx/nginx.conf refuses bodies over BODY_LIMIT and keeps
+ * the others in memory, gives up on headers no later than the service, and drops idle
+ * upstream connections before the service does (never sending on one it is closing).
+ * Prints each disagreement; exits 1 when there is one.
  *
  * @module
  */

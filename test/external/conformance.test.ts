@@ -63,10 +63,7 @@ interface Judgement {
 }
 
 /** A createPlant request: its headers, and its body unless it has none. */
-interface Sent {
-  headers: Record<string, string>
-  body?: PlantBody
-}
+type Sent = { headers: Record<string, string>; body?: PlantBody }
 
 /** Sends `request` to `POST /plants` through the Prism at `base`, and reads its judgement. */
 async function send(base: string, request: Sent): Promise<Judgement> {

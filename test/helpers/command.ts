@@ -5,13 +5,6 @@
  */
 import { execFile } from 'node:child_process'
 
-/** The working directory, a time limit (default 120 s, then killed), and how to install the command (named when not found). */
-export interface RunOptions {
-  readonly cwd?: string
-  readonly timeoutMs?: number
-  readonly install?: string
-}
-
 /** What a command wrote. */
 export interface RunResult {
   readonly stdout: string
@@ -36,9 +29,11 @@ export class CommandError extends Error {
   }
 }
 
-/** Runs `command ARGS` to its exit; returns its output. @throws {@link CommandError} when not found, failing or timed out. */
-export async function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<RunResult> {
-  const { cwd, timeoutMs = 120_000, install } = options
+/**
+ * Runs `command ARGS` in `cwd` to its exit, killed after `timeoutMs` (default 120 s); returns
+ * its output. @throws {@link CommandError} when not found (naming `install`), failing or timed out.
+ */
+export async function run(command: string, args: readonly string[], { cwd, timeoutMs = 120_000, install }: { cwd?: string; timeoutMs?: number; install?: string } = {}): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error === null) return resolve({ stdout, stderr })

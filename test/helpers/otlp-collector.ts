@@ -20,23 +20,23 @@ root.resolvePath = (_origin, target) => PROTO_DIR + target
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto')
 const ExportTraceServiceRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest')
 
-/** An attribute value as a plain value: OTLP's `AnyValue` of a string, integer, double or boolean. */
-export type AttributeValue = string | number | boolean
+/** An attribute value: OTLP's `AnyValue` of a string, integer, double or boolean. */
+type AttributeValue = string | number | boolean
 
-/** One span as exported, ids in lower-case hex (as in `traceparent`). */
+/**
+ * One span as exported: ids in lower-case hex (as in `traceparent`), `parentSpanId` empty
+ * for a root span; `kind` and `status.code` as OTLP names them (`SPAN_KIND_SERVER`,
+ * `STATUS_CODE_ERROR` …); `service` the resource's `service.name`.
+ */
 export interface ExportedSpan {
   readonly traceId: string
   readonly spanId: string
-  /** Empty for a root span. */
   readonly parentSpanId: string
   readonly name: string
-  /** `SPAN_KIND_SERVER`, `SPAN_KIND_INTERNAL`, `SPAN_KIND_CLIENT` … */
   readonly kind: string
   readonly attributes: Readonly<Record<string, AttributeValue>>
-  /** `STATUS_CODE_UNSET`, `STATUS_CODE_OK` or `STATUS_CODE_ERROR`, and its message. */
   readonly status: { readonly code: string; readonly message: string }
   readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
-  /** The resource's `service.name`. */
   readonly service: string
 }
 

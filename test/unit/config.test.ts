@@ -146,19 +146,10 @@ t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unl
 })
 
 t.test('the settings table: a row per setting in the schema order; --check fails on a stale table and changes nothing; a run rewrites only the table', async (t) => {
-  t.strictSame(
-    settingsTable({ A: { default: 'x', description: 'one | two' }, B: { description: 'no default' } })
-      .split('\n')
-      .slice(2),
-    ['| `A` | `x` | one \\| two |', '| `B` | | no default |'],
-  )
-  t.strictSame(
-    settingsTable()
-      .split('\n')
-      .slice(2)
-      .map((row) => /^\| `(\w+)` \|/.exec(row)?.[1]),
-    Object.keys(settingsSchema.properties),
-  )
+  const rows = (table: string) => table.split('\n').slice(2)
+  t.strictSame(rows(settingsTable({ A: { default: 'x', description: 'one | two' }, B: { description: 'no default' } })), ['| `A` | `x` | one \\| two |', '| `B` | | no default |'])
+  const names = rows(settingsTable()).map((row) => /^\| `(\w+)` \|/.exec(row)?.[1])
+  t.strictSame(names, Object.keys(settingsSchema.properties))
   t.throws(() => withSettingsTable('# Configuration\n', settingsTable()), /no "<!-- settings:start/)
   const path = join(t.testdir(), 'configuration.md')
   const fresh = withSettingsTable(`# Prose kept\n\n${TABLE_START}\n${TABLE_END}\n\nMore prose.\n`, settingsTable())
