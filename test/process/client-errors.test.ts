@@ -24,10 +24,8 @@ function rejected(t: Test, response: RawResponse, status: number, logs: Array<Re
   assertErrorBody(t, response, status)
   const requestId = response.headers['x-request-id']
   t.ok(requestId, 'an X-Request-Id')
-  t.ok(
-    logs.some((line) => line.requestId === requestId && line.msg === 'request rejected' && (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status),
-    'the rejection is logged with the request id',
-  )
+  const logged = logs.some((line) => line.requestId === requestId && line.msg === 'request rejected' && (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status)
+  t.ok(logged, 'the rejection is logged with the request id')
 }
 
 /** The head of an authorized JSON `POST /plants`, for requests that go on in their own way. */
@@ -85,10 +83,8 @@ t.test('a request cut short (the client ends its side amid the headers) is answe
   const [head, body] = text.split('\r\n\r\n')
   t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
   t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
-  t.ok(
-    lines.some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE'),
-    'what the parser found is logged',
-  )
+  const found = lines.some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE')
+  t.ok(found, 'what the parser found is logged')
 })
 
 t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none', async (t) => {
@@ -126,10 +122,8 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
   t.equal(error.code, 'ECONNRESET')
   const after = await exchange({ url }, wholeRequest('GET', '/health/live'))
   t.equal(after.statusCode, 200, 'the service still serves')
-  t.notOk(
-    lines.slice(before).some((line) => line.msg === 'request rejected' || line.msg === 'connection failed'),
-    'no rejection logged',
-  )
+  const rejections = lines.slice(before).filter((line) => line.msg === 'request rejected' || line.msg === 'connection failed')
+  t.same(rejections, [], 'no rejection logged')
 })
 
 /** A connected pair of sockets: the server's side (passed to the handler) and the client's. */
@@ -161,9 +155,6 @@ t.test('clientErrorHandler answers an unexpected connection error 500 and logs i
   await once(client, 'close')
   t.match(received(), /^HTTP\/1\.1 500 Internal Server Error\r\n/)
   t.match(received(), /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
-  t.match(
-    lines.filter((line) => line.msg === 'connection failed'),
-    [{ level: 50, err: { message: 'something odd', code: 'ESOMETHING' } }],
-    'logged once, as an error, with the cause',
-  )
+  const failures = lines.filter((line) => line.msg === 'connection failed')
+  t.match(failures, [{ level: 50, err: { message: 'something odd', code: 'ESOMETHING' } }], 'logged once, as an error, with the cause')
 })
