@@ -1,8 +1,7 @@
 /**
- * The embedded store's data directory when the service cannot use it: one it
- * cannot create, a file that is not a database, a store migrated by a newer
- * release. Data directories on file systems that fill up or are read-only, or
- * owned by another user, need root: `test/services/file-systems.test.ts`.
+ * The embedded store's data directory when the service cannot use it: one it cannot
+ * create, a file that is not a database, a store migrated by a newer release. Full or
+ * read-only file systems, another user's directory: `test/services/file-systems.test.ts`.
  *
  * @module
  */

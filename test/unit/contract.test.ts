@@ -1,8 +1,7 @@
 /**
- * Reading the contract (service/contract.ts): one parse gives both readings, integers
- * as JS numbers for glue and as bigints, digit for digit, for the documentation; a
- * file that is not YAML is refused with the parser’s error; the methods of its
- * operations (what CORS allows).
+ * Reading the contract (service/contract.ts): integers as JS numbers for glue and as
+ * bigints, digit for digit, for the documentation; a file that is not YAML refused with
+ * the parser’s error; the methods of its operations (what CORS allows).
  *
  * @module
  */

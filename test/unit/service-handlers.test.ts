@@ -1,17 +1,12 @@
 /**
  * Type-level test of service/operations/handlers.ts: a service class is checked against the
- * types generated from its contract. The fixture contract (openapi.yaml plus
- * `getPlant`, GET /plants/{id}) is generated with openapi-typescript into a
- * temporary directory, then one `tsc --noEmit` compiles fixture services against it,
- * each in a file of its own, with a method for every other operation of the contract:
- * without `getPlant` it fails naming the operation; with it, it passes.
+ * types openapi-typescript generates from its contract (the fixture contract: openapi.yaml
+ * plus `getPlant`, GET /plants/{id}). One `tsc --noEmit` compiles fixture services, each
+ * with a method for every other operation: without `getPlant` it fails naming it.
  *
  * @module
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { generateTypes } from '../../api/types.js'
@@ -48,16 +43,13 @@ ${methods.join('\n')}
 const getPlant = (idType: string) => method('getPlant', `    const id: ${idType} = request.params.id\n    return { name: String(id) }`)
 
 t.test('a service class must have a method, typed by the document, for each operation', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'service-handlers-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   const generated = await generateTypes(contract as Parameters<typeof generateTypes>[0])
   t.match(generated, /getPlant: \{/, 'the fixture contract has getPlant')
   const services = { without: fixtureService(undefined), with: fixtureService(getPlant('bigint')), rounded: fixtureService(getPlant('number')) }
-  writeFileSync(join(dir, 'package.json'), JSON.stringify({ type: 'module' }))
-  writeFileSync(join(dir, 'openapi.ts'), generated)
-  for (const [name, source] of Object.entries(services)) writeFileSync(join(dir, `${name}.ts`), source)
   const compilerOptions = { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }
-  writeFileSync(join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: Object.keys(services).map((name) => `${name}.ts`) }))
+  const files = Object.fromEntries(Object.entries(services).map(([name, source]) => [`${name}.ts`, source]))
+  const tsconfig = JSON.stringify({ compilerOptions, files: Object.keys(files) })
+  const dir = t.testdir({ ...files, 'package.json': JSON.stringify({ type: 'module' }), 'openapi.ts': generated, 'tsconfig.json': tsconfig })
 
   let output = ''
   try {

@@ -1,7 +1,4 @@
-/**
- * The store below the repository: which failures count as "unavailable" (503) in
- * each dialect, migrations up and down, and refusing a database from a newer release.
- */
+/** The store below the repository: which failures count as "unavailable" (503) in each dialect; migrations up, down, and failing. */
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Migrator } from 'kysely/migration'
