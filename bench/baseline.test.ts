@@ -4,7 +4,7 @@
  * tools must be installed here, the same versions at the same paths.
  */
 import t from 'tap'
-import { runtimePackageDifferences } from './baseline.js'
+import { runtimePackageDifferences } from './baseline.ts'
 
 const lock = (packages: Record<string, object>) => ({ lockfileVersion: 3, packages: { '': { name: 'plant-store' }, ...packages } })
 const fastify = { version: '5.12.8', integrity: 'sha512-a' }

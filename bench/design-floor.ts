@@ -16,7 +16,7 @@
  * @module
  */
 import { enableCompileCache } from 'node:module'
-import type { NewPlant, Plant } from '../service/contract.js'
+import type { NewPlant, Plant } from '../service/contract.ts'
 
 // As `service/server.ts` does, before the rest loads.
 enableCompileCache()
@@ -24,8 +24,8 @@ const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, 
   import('@fastify/bearer-auth'),
   import('fastify'),
   import('fastify-openapi-glue'),
-  import('../service/contract.js'),
-  import('../service/operations/security.js'),
+  import('../service/contract.ts'),
+  import('../service/operations/security.ts'),
 ])
 
 const tokens = (process.env.PLANT_STORE_TOKENS ?? '').split(',').filter((token) => token !== '')

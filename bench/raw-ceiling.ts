@@ -69,9 +69,9 @@ interface Writer {
 async function sqliteWriter(dataDir: string): Promise<Writer> {
   // Loaded only here, so the plain ceiling carries none of the service's modules.
   const [{ loadConfig }, { openSqlite, openSqliteFile, SQLITE_FILE }, { migrateToLatest }] = await Promise.all([
-    import('../service/config.js'),
-    import('../service/store/sqlite.js'),
-    import('../service/store/migrate.js'),
+    import('../service/config.ts'),
+    import('../service/store/sqlite.ts'),
+    import('../service/store/migrate.ts'),
   ])
   const store = openSqlite({ ...loadConfig(process.env), dataDir, databaseUrl: undefined, onConnectionError: () => undefined })
   await migrateToLatest(store)
@@ -109,9 +109,9 @@ async function sqliteWriter(dataDir: string): Promise<Writer> {
  */
 async function postgresWriter(databaseUrl: string): Promise<Writer> {
   const [{ loadConfig }, { openPostgres }, { migrateToLatest }, { default: pg }] = await Promise.all([
-    import('../service/config.js'),
-    import('../service/store/postgres.js'),
-    import('../service/store/migrate.js'),
+    import('../service/config.ts'),
+    import('../service/store/postgres.ts'),
+    import('../service/store/migrate.ts'),
     import('pg'),
   ])
   const config = loadConfig(process.env)

@@ -9,7 +9,7 @@
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { type LoadSummary, parseWrk } from './load.js'
+import { type LoadSummary, parseWrk } from './load.ts'
 import {
   AB_FIGURES,
   abVerdict,
@@ -33,7 +33,7 @@ import {
   type TargetKey,
   type TargetResult,
   writeReport,
-} from './report.js'
+} from './report.ts'
 
 function load(requestsPerSecond: number, overrides: Partial<LoadSummary> = {}): LoadSummary {
   return {

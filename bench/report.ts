@@ -12,9 +12,9 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import { cpus, release, totalmem } from 'node:os'
 import { dirname } from 'node:path'
-import type { LoadSummary } from './load.js'
-import type { StoreActivity } from './metrics.js'
-import type { CpuTimes } from './process.js'
+import type { LoadSummary } from './load.ts'
+import type { StoreActivity } from './metrics.ts'
+import type { CpuTimes } from './process.ts'
 
 /** Marks the start of the hand-written part; it and everything below it are kept. */
 export const HAND_WRITTEN = '<!-- Hand-written below this line: `npm run bench` keeps it when it regenerates the report. -->'

@@ -55,13 +55,13 @@ import { createServer } from 'node:http'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { REPO, SERVICE_ENVIRONMENT, SERVICE_ENV_SETTINGS, SERVICE_NODE_OPTIONS } from './image.js'
-import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.js'
-import { perfNodeOptions, perfRecord, perfSummary } from './on-cpu.js'
-import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.js'
-import { storeActivity, storeTotals } from './metrics.js'
-import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.js'
-import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.js'
+import { REPO, SERVICE_ENVIRONMENT, SERVICE_ENV_SETTINGS, SERVICE_NODE_OPTIONS } from './image.ts'
+import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.ts'
+import { perfNodeOptions, perfRecord, perfSummary } from './on-cpu.ts'
+import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.ts'
+import { storeActivity, storeTotals } from './metrics.ts'
+import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.ts'
+import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.ts'
 import {
   AB_FIGURES,
   abVerdict,
@@ -77,10 +77,10 @@ import {
   type TargetKey,
   type TargetResult,
   writeReport,
-} from './report.js'
-import { type Baseline, baselinePlace, type InstallMode, prepareBaseline, removeBaseline } from './baseline.js'
-import { renderSoak, runSoak } from './soak.js'
-import { countSqliteRows } from './sqlite.js'
+} from './report.ts'
+import { type Baseline, baselinePlace, type InstallMode, prepareBaseline, removeBaseline } from './baseline.ts'
+import { renderSoak, runSoak } from './soak.ts'
+import { countSqliteRows } from './sqlite.ts'
 
 const SERVICE = fileURLToPath(new URL('../service/server.js', import.meta.url))
 const RAW_CEILING = fileURLToPath(new URL('./raw-ceiling.js', import.meta.url))

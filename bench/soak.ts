@@ -21,8 +21,8 @@
  * @module
  */
 import { createRequire } from 'node:module'
-import { EXPECTED_BODY, jsonHeaders, type PlantIds } from './load.js'
-import type { ServerProcess } from './process.js'
+import { EXPECTED_BODY, jsonHeaders, type PlantIds } from './load.ts'
+import type { ServerProcess } from './process.ts'
 
 /** The options of autocannon used here (see its README, "API"). */
 interface AutocannonOptions {

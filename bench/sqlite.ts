@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
-import { SQLITE_FILE } from '../service/store/sqlite.js'
+import { SQLITE_FILE } from '../service/store/sqlite.ts'
 
 /**
  * Counts the plants stored with ids in [`from`, `from + count`) in the store of `dataDir`.

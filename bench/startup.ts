@@ -23,10 +23,10 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
-import { SERVICE_ENVIRONMENT, SERVICE_NODE_OPTIONS } from './image.js'
-import { EXPECTED_BODY, jsonHeaders, PlantIds } from './load.js'
-import { freePort, postJson, startServer, TASKSET } from './process.js'
-import { openSqliteFile, SQLITE_FILE } from '../service/store/sqlite.js'
+import { SERVICE_ENVIRONMENT, SERVICE_NODE_OPTIONS } from './image.ts'
+import { EXPECTED_BODY, jsonHeaders, PlantIds } from './load.ts'
+import { freePort, postJson, startServer, TASKSET } from './process.ts'
+import { openSqliteFile, SQLITE_FILE } from '../service/store/sqlite.ts'
 
 const [runsArgument, ...targetArguments] = process.argv.slice(2)
 const runs = Number(runsArgument)

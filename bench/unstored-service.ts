@@ -8,10 +8,10 @@
  *
  * @module
  */
-import { PlantRepository } from '../service/store/plant-repository.js'
+import { PlantRepository } from '../service/store/plant-repository.ts'
 
 PlantRepository.prototype.saveAll = function saveAllSkipped(plants) {
   return Promise.resolve(plants.map((plant) => ({ status: 'created' as const, stored: plant })))
 }
 
-await import('../service/server.js')
+await import('../service/server.ts')

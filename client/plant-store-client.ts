@@ -17,7 +17,7 @@
  * @module
  */
 import { isInteger, isSafeNumber, parse, stringify } from 'lossless-json'
-import type { components, operations, paths } from '../service/generated/openapi.js'
+import type { components, operations, paths } from '../service/generated/openapi.ts'
 
 type CreatePlant = operations['createPlant']
 type Responses = CreatePlant['responses']

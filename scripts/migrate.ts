@@ -5,9 +5,9 @@
  *
  * @module
  */
-import { loadConfig } from '../service/config.js'
-import { openStore } from '../service/store/database.js'
-import { migrateToLatest } from '../service/store/migrate.js'
+import { loadConfig } from '../service/config.ts'
+import { openStore } from '../service/store/database.ts'
+import { migrateToLatest } from '../service/store/migrate.ts'
 
 const config = loadConfig(process.env)
 const store = openStore({ ...config, onConnectionError: (error) => process.stderr.write(`plant-store migrate: connection error: ${error.message}\n`) })

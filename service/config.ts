@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import envSchema from 'env-schema'
-import { settingsSchema } from './settings.js'
+import { settingsSchema } from './settings.ts'
 
 type SettingSchemas = (typeof settingsSchema)['properties']
 

@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import { parseDocument } from 'yaml'
-import type { operations } from './generated/openapi.js'
+import type { operations } from './generated/openapi.ts'
 
 /** The build copies openapi.yaml beside `dist/service/`. */
 export const CONTRACT_URL = new URL('../openapi.yaml', import.meta.url)

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto'
 import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { components } from './generated/openapi.js'
+import type { components } from './generated/openapi.ts'
 
 /** An error with its HTTP status and headers (`WWW-Authenticate`, `Retry-After`, `Allow`). */
 export class HttpError extends Error {

@@ -1,8 +1,8 @@
 /** The `application/json` body parser (RFC 8259), keeping each number's text for exact-integers.ts. @module */
 import { parse as parseMediaType } from 'content-type'
 import { parse } from 'lossless-json'
-import { HttpError } from './errors.js'
-import { forValidation, numberOf } from './exact-integers.js'
+import { HttpError } from './errors.ts'
+import { forValidation, numberOf } from './exact-integers.ts'
 
 /** Longest number literal, characters (RFC 8259 §9), so parsing stays linear. */
 export const MAX_NUMBER_LENGTH = 100

@@ -1,7 +1,7 @@
 /** Logging (pino): JSON lines, pretty only on a terminal (docs/operations.md, "Logs"). @module */
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import { type DestinationStream, destination, type LoggerOptions } from 'pino'
-import { clientAddress } from './client-address.js'
+import { clientAddress } from './client-address.ts'
 
 const REDACTED_PATHS = ['headers.authorization', 'headers.cookie']
 

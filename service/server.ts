@@ -3,10 +3,10 @@ import { writeSync } from 'node:fs'
 import { setTimeout } from 'node:timers/promises'
 import { isatty } from 'node:tty'
 import closeWithGrace from 'close-with-grace'
-import { createApp, DOCS_PREFIX } from './app.js'
-import { ConfigError, loadConfig } from './config.js'
-import { processLogging } from './logging.js'
-import { MigrationError } from './store/migrate.js'
+import { createApp, DOCS_PREFIX } from './app.ts'
+import { ConfigError, loadConfig } from './config.ts'
+import { processLogging } from './logging.ts'
+import { MigrationError } from './store/migrate.ts'
 
 try {
   const config = loadConfig(process.env)

@@ -8,8 +8,8 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
-import type { BatchTracer } from './store/group-commit.js'
-import type { Store } from './store/store.js'
+import type { BatchTracer } from './store/group-commit.ts'
+import type { Store } from './store/store.ts'
 
 export interface Tracing {
   /** Call before any hook or route is added. */

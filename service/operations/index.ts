@@ -3,12 +3,12 @@ import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
 import openapiGlue from 'fastify-openapi-glue'
-import type { AppConfig } from '../app.js'
-import type { OpenApiDocument } from '../contract.js'
-import { exactInt64 } from '../exact-integers.js'
-import type { ServiceParts } from './plant-service.js'
-import { addMethodNotAllowed, authentication, operationAt, requiredBody, type SecurityHandlers } from './routes.js'
-import { Security } from './security.js'
+import type { AppConfig } from '../app.ts'
+import type { OpenApiDocument } from '../contract.ts'
+import { exactInt64 } from '../exact-integers.ts'
+import type { ServiceParts } from './plant-service.ts'
+import { addMethodNotAllowed, authentication, operationAt, requiredBody, type SecurityHandlers } from './routes.ts'
+import { Security } from './security.ts'
 
 /** A contract and the service class implementing it. */
 export interface Operations {

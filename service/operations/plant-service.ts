@@ -1,10 +1,10 @@
 /** glue's service class: requests arrive authenticated and validated; replies are serialized by their status's schema. @module */
-import { HttpError, ServiceUnavailableError } from '../errors.js'
-import type { operations } from '../generated/openapi.js'
-import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.js'
-import type { Metrics } from '../plugins/metrics.js'
-import type { GroupCommit } from '../store/group-commit.js'
-import { type PlantRecord, type PlantRepository, StoreUnavailableError } from '../store/plant-repository.js'
+import { HttpError, ServiceUnavailableError } from '../errors.ts'
+import type { operations } from '../generated/openapi.ts'
+import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.ts'
+import type { Metrics } from '../plugins/metrics.ts'
+import type { GroupCommit } from '../store/group-commit.ts'
+import { type PlantRecord, type PlantRepository, StoreUnavailableError } from '../store/plant-repository.ts'
 
 export interface ServiceParts {
   readonly repository: PlantRepository

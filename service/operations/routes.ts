@@ -2,9 +2,9 @@
 import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
-import type { OpenApiDocument } from '../contract.js'
-import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.js'
-import type { RouteLimits } from '../plugins/protection.js'
+import type { OpenApiDocument } from '../contract.ts'
+import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
+import type { RouteLimits } from '../plugins/protection.ts'
 
 /** glue's security class: one method per security scheme, rejecting a request that fails it. */
 export type SecurityHandlers = Record<string, ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined>

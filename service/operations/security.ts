@@ -1,6 +1,6 @@
 /** Authentication: glue's security class, and the refusal of a token in the URL. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { HttpError, UnauthorizedError } from '../errors.js'
+import { HttpError, UnauthorizedError } from '../errors.ts'
 
 type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
 

@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'lossless-json'
-import type { OpenApiDocument } from '../contract.js'
+import type { OpenApiDocument } from '../contract.ts'
 
 export const DOCS_PREFIX = '/docs'
 

@@ -4,11 +4,11 @@ import type { IncomingMessage } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import fp from 'fastify-plugin'
-import { rememberPeer } from '../client-address.js'
-import type { Config } from '../config.js'
-import { CONNECT_REFUSED, clientErrorHandler, errorHandler, HttpError, notFoundHandler, requireHost } from '../errors.js'
-import { parseJsonBody, requireUtf8 } from '../json-body.js'
-import { refuseTokenInQuery } from '../operations/security.js'
+import { rememberPeer } from '../client-address.ts'
+import type { Config } from '../config.ts'
+import { CONNECT_REFUSED, clientErrorHandler, errorHandler, HttpError, notFoundHandler, requireHost } from '../errors.ts'
+import { parseJsonBody, requireUtf8 } from '../json-body.ts'
+import { refuseTokenInQuery } from '../operations/security.ts'
 
 const requestIdPattern = /^[\w\-.:]{1,128}$/
 

@@ -1,7 +1,7 @@
 /** Health probes and draining, outside the contract (docs/operations.md, "Probes and metrics"). @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import { ServiceUnavailableError } from '../errors.js'
+import { ServiceUnavailableError } from '../errors.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

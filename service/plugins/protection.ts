@@ -6,10 +6,10 @@ import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet from 'helmet'
-import { clientAddress } from '../client-address.js'
-import type { Config } from '../config.js'
-import { HttpError, ServiceUnavailableError } from '../errors.js'
-import { SegmentedStore } from '../segmented-store.js'
+import { clientAddress } from '../client-address.ts'
+import type { Config } from '../config.ts'
+import { HttpError, ServiceUnavailableError } from '../errors.ts'
+import { SegmentedStore } from '../segmented-store.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

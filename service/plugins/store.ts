@@ -1,12 +1,12 @@
 /** The store, opened and migrated at start-up; creates go through a group commit. @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { AppConfig } from '../app.js'
-import { openStore } from '../store/database.js'
-import { GroupCommit } from '../store/group-commit.js'
-import { migrateToLatest } from '../store/migrate.js'
-import { PlantRepository } from '../store/plant-repository.js'
-import type { Store } from '../store/store.js'
+import type { AppConfig } from '../app.ts'
+import { openStore } from '../store/database.ts'
+import { GroupCommit } from '../store/group-commit.ts'
+import { migrateToLatest } from '../store/migrate.ts'
+import { PlantRepository } from '../store/plant-repository.ts'
+import type { Store } from '../store/store.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {

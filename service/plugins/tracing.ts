@@ -1,7 +1,7 @@
 /** OpenTelemetry tracing, loading ../tracing.ts only when registered; register it first. @module */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
-import type { Tracing } from '../tracing.js'
+import type { Tracing } from '../tracing.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -10,7 +10,7 @@ declare module 'fastify' {
 }
 
 async function tracing(app: FastifyInstance, { endpoint }: { endpoint: string }): Promise<void> {
-  const tracing = (await import('../tracing.js')).startTracing(endpoint)
+  const tracing = (await import('../tracing.ts')).startTracing(endpoint)
   await tracing.register(app)
   app.addHook('onClose', () => tracing.shutdown())
   app.decorate('tracing', tracing)

@@ -1,7 +1,7 @@
 /** The one module that picks the database. @module */
-import { openPostgres } from './postgres.js'
-import { openSqlite } from './sqlite.js'
-import type { Store, StoreOptions } from './store.js'
+import { openPostgres } from './postgres.ts'
+import { openSqlite } from './sqlite.ts'
+import type { Store, StoreOptions } from './store.ts'
 
 /** @throws {ConfigError} when this process cannot use `DATA_DIR`. */
 export function openStore(options: StoreOptions): Store {

@@ -1,7 +1,7 @@
 /** Kysely's Migrator, whose lock makes replicas starting together wait for one. @module */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
-import type { Store } from './store.js'
-import { migrations } from './migrations/index.js'
+import type { Store } from './store.ts'
+import { migrations } from './migrations/index.ts'
 
 export class MigrationError extends Error {
   override readonly name = 'MigrationError'

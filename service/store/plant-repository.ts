@@ -1,5 +1,5 @@
 /** Stores plants, the database deciding whether a create is new, a replay, or a conflict. @module */
-import type { Store } from './store.js'
+import type { Store } from './store.ts'
 
 export interface PlantRecord {
   readonly id: bigint

@@ -1,8 +1,8 @@
 /** The PostgreSQL store: a bounded `pg` Pool with statement, query and connect timeouts. @module */
 import type pg from 'pg'
 import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, sql } from 'kysely'
-import type { StoreSchema } from './schema.js'
-import type { Store, StoreOptions } from './store.js'
+import type { StoreSchema } from './schema.ts'
+import type { Store, StoreOptions } from './store.ts'
 
 /** Past `statement_timeout`, so a reachable server cancels first (57014) and the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500

@@ -4,9 +4,9 @@ import { open, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely'
-import { ConfigError } from '../config.js'
-import type { StoreSchema } from './schema.js'
-import type { Store, StoreOptions } from './store.js'
+import { ConfigError } from '../config.ts'
+import type { StoreSchema } from './schema.ts'
+import type { Store, StoreOptions } from './store.ts'
 export const SQLITE_FILE = 'plants.sqlite3'
 
 /** Room for a few commits. */

@@ -1,7 +1,7 @@
 /** What each database (`sqlite.ts`, `postgres.ts`) provides under the repository. @module */
 import type { Kysely } from 'kysely'
-import type { Config } from '../config.js'
-import type { StoreSchema } from './schema.js'
+import type { Config } from '../config.ts'
+import type { StoreSchema } from './schema.ts'
 
 /** `databaseUrl` is a secret, never logged. */
 export interface StoreOptions extends Pick<Config, 'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'> {

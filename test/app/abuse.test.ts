@@ -6,10 +6,10 @@
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { listen, TOKEN } from '../helpers/app.js'
-import { otherMethod } from '../helpers/contract.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { connected, exchange, requestHead } from '../helpers/raw-http.js'
+import { listen, TOKEN } from '../helpers/app.ts'
+import { otherMethod } from '../helpers/contract.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { connected, exchange, requestHead } from '../helpers/raw-http.ts'
 
 t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones are served', async (t) => {
   const { app, url } = await listen(t, { maxConnections: 2 })

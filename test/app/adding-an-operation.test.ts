@@ -18,9 +18,9 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
-import type * as AppHelpers from '../helpers/app.js'
-import { GATEWAY_PREFIX, NGINX_DIR } from '../helpers/nginx.js'
-import type * as PostHelpers from '../helpers/post-plant.js'
+import type * as AppHelpers from '../helpers/app.ts'
+import { GATEWAY_PREFIX, NGINX_DIR } from '../helpers/nginx.ts'
+import type * as PostHelpers from '../helpers/post-plant.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const PAGE = 'docs/adding-an-operation.md'

@@ -6,10 +6,10 @@
  */
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
-import { MAX_NUMBER_LENGTH } from '../../service/json-body.js'
-import { build } from '../helpers/app.js'
-import { assertErrorBody } from '../helpers/contract.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { MAX_NUMBER_LENGTH } from '../../service/json-body.ts'
+import { build } from '../helpers/app.ts'
+import { assertErrorBody } from '../helpers/contract.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 /** Characters of each adversarial literal: 64 KiB. */
 const SIZE = 64 * 1024

@@ -6,8 +6,8 @@
  * @module
  */
 import t from 'tap'
-import { build, JSON_HEADERS, OTHER_TOKEN, TOKEN } from '../helpers/app.js'
-import { postPlant, type RequestHeaders } from '../helpers/post-plant.js'
+import { build, JSON_HEADERS, OTHER_TOKEN, TOKEN } from '../helpers/app.ts'
+import { postPlant, type RequestHeaders } from '../helpers/post-plant.ts'
 
 const CHALLENGE = 'Bearer realm="plant-store"'
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'

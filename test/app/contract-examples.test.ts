@@ -10,12 +10,12 @@
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
-import type { AppConfig } from '../../service/app.js'
-import { loadContract } from '../../service/contract.js'
-import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
-import { freePort } from '../helpers/machine.js'
-import { type PlantBody, type PostOptions, postPlant } from '../helpers/post-plant.js'
-import { exchange, requestHead } from '../helpers/raw-http.js'
+import type { AppConfig } from '../../service/app.ts'
+import { loadContract } from '../../service/contract.ts'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.ts'
+import { freePort } from '../helpers/machine.ts'
+import { type PlantBody, type PostOptions, postPlant } from '../helpers/post-plant.ts'
+import { exchange, requestHead } from '../helpers/raw-http.ts'
 
 const contract = loadContract()
 const createPlant = contract.paths['/plants']!.post!

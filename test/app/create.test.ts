@@ -11,9 +11,9 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import t from 'tap'
-import { SQLITE_FILE } from '../../service/store/sqlite.js'
-import { build, freshStore } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import { build, freshStore } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 interface Row {
   id: string

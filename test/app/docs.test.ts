@@ -9,9 +9,9 @@ import { readFileSync } from 'node:fs'
 import { parse as parseJson, parseNumberAndBigInt } from 'lossless-json'
 import t from 'tap'
 import { parse } from 'yaml'
-import { DOCS_PREFIX } from '../../service/app.js'
-import { CONTRACT_URL } from '../../service/contract.js'
-import { build } from '../helpers/app.js'
+import { DOCS_PREFIX } from '../../service/app.ts'
+import { CONTRACT_URL } from '../../service/contract.ts'
+import { build } from '../helpers/app.ts'
 
 /** openapi.yaml as written: every integer a bigint, so one past 2^53 keeps its digits. */
 const exactContract = parse(readFileSync(CONTRACT_URL, 'utf8'), { intAsBigInt: true }) as unknown

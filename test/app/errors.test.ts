@@ -8,9 +8,9 @@
  */
 import { METHODS } from 'node:http'
 import t from 'tap'
-import { JSON_HEADERS, listen, TOKEN } from '../helpers/app.js'
-import { allowedMethods, assertErrorBody, examplePath, OPERATIONS } from '../helpers/contract.js'
-import { exchange } from '../helpers/raw-http.js'
+import { JSON_HEADERS, listen, TOKEN } from '../helpers/app.ts'
+import { allowedMethods, assertErrorBody, examplePath, OPERATIONS } from '../helpers/contract.ts'
+import { exchange } from '../helpers/raw-http.ts'
 
 const { app, url } = await listen(t)
 const paths = new Set(OPERATIONS.map((operation) => operation.path))

@@ -7,10 +7,10 @@
  * @module
  */
 import t, { type Test } from 'tap'
-import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.js'
-import { MAX_DEPTH, UTF8_ONLY } from '../../service/json-body.js'
-import { build, JSON_HEADERS } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.ts'
+import { MAX_DEPTH, UTF8_ONLY } from '../../service/json-body.ts'
+import { build, JSON_HEADERS } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 const PLANT = '{"id":1,"name":"Fern","tag":"shade"}'
 

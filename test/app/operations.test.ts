@@ -1,7 +1,7 @@
 /** Operating behind a gateway: probes, metrics, request ids, draining, trusted proxies. Outside the public contract. */
 import t from 'tap'
-import { build, JSON_HEADERS, logSink } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { build, JSON_HEADERS, logSink } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 // The served document is openapi.yaml, which has no /health path: docs.test.ts.
 t.test('liveness and readiness answer 200 with no token', async (t) => {

@@ -7,12 +7,12 @@
 import { randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { createApp } from '../../service/app.js'
-import { loadConfig } from '../../service/config.js'
-import { loggerOptions } from '../../service/logging.js'
-import { build, freshStore, JSON_HEADERS, logSink, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.js'
-import { assertErrorBody, CONTRACT_METHODS, contractViolations } from '../helpers/contract.js'
-import { postPlant, type PostOptions } from '../helpers/post-plant.js'
+import { createApp } from '../../service/app.ts'
+import { loadConfig } from '../../service/config.ts'
+import { loggerOptions } from '../../service/logging.ts'
+import { build, freshStore, JSON_HEADERS, logSink, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.ts'
+import { assertErrorBody, CONTRACT_METHODS, contractViolations } from '../helpers/contract.ts'
+import { postPlant, type PostOptions } from '../helpers/post-plant.ts'
 
 const WRONG = 'wrong-token-0123456789abcdef'
 

@@ -3,10 +3,10 @@
  * (@fastify/response-validation): a handler that answers outside it fails loudly.
  */
 import t, { type Test } from 'tap'
-import { createApp } from '../../service/app.js'
-import { loadContractReadings } from '../../service/contract.js'
-import { freshStore, testConfig } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { createApp } from '../../service/app.ts'
+import { loadContractReadings } from '../../service/contract.ts'
+import { freshStore, testConfig } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 /** The app with a createPlant that answers a Plant whose name is a number. */
 async function careless(t: Test, nodeEnv: 'test' | 'production') {

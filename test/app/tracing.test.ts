@@ -4,9 +4,9 @@
  * operations; the trace id in log lines. Closing the app exports what is buffered.
  */
 import t from 'tap'
-import { build, dropPlantTable, freshStore, JSON_HEADERS, logSink, TEST_DATABASE_URL } from '../helpers/app.js'
-import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { build, dropPlantTable, freshStore, JSON_HEADERS, logSink, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 const dialect = TEST_DATABASE_URL === undefined ? 'sqlite' : 'postgresql'
 

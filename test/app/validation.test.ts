@@ -7,8 +7,8 @@
  * @module
  */
 import t from 'tap'
-import { build } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { build } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 // One app for the file: a rejected body stores nothing, so no test sees another's.
 const app = await build(t)

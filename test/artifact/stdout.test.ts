@@ -4,9 +4,9 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { RUNS_ARTIFACT, startService } from '../helpers/process.js'
+import { TOKEN } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { RUNS_ARTIFACT, startService } from '../helpers/process.ts'
 
 t.test('a request line reaches stdout while the service runs, and the shutdown lines before it exits', async (t) => {
   t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT=dist/service/server.js, as npm run test:artifact sets it)')

@@ -12,9 +12,9 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
-import { run } from '../helpers/command.js'
-import { imageUnderTest, podman, waitUntil } from '../helpers/podman.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { run } from '../helpers/command.ts'
+import { imageUnderTest, podman, waitUntil } from '../helpers/podman.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 t.setTimeout(20 * 60_000)
 

@@ -7,9 +7,9 @@
  */
 import { request } from 'node:http'
 import t from 'tap'
-import type { TestContext } from '../helpers/app.js'
-import { createVolume, hardened, imageUnderTest, podman, randomToken, runContainer, tokensFile, waitUntil } from '../helpers/podman.js'
-import { jsonText, postPlant } from '../helpers/post-plant.js'
+import type { TestContext } from '../helpers/app.ts'
+import { createVolume, hardened, imageUnderTest, podman, randomToken, runContainer, tokensFile, waitUntil } from '../helpers/podman.ts'
+import { jsonText, postPlant } from '../helpers/post-plant.ts'
 
 t.setTimeout(20 * 60_000)
 

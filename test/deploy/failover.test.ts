@@ -7,11 +7,11 @@
  */
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { countByStatus, failoverFigures, startLoad } from '../helpers/create-load.js'
-import { type Gateway, startGateway } from '../helpers/nginx.js'
-import { type HaCluster, type PatroniNode, startCluster } from '../helpers/postgres-ha.js'
-import { randomToken } from '../helpers/podman.js'
-import { startService } from '../helpers/process.js'
+import { countByStatus, failoverFigures, startLoad } from '../helpers/create-load.ts'
+import { type Gateway, startGateway } from '../helpers/nginx.ts'
+import { type HaCluster, type PatroniNode, startCluster } from '../helpers/postgres-ha.ts'
+import { randomToken } from '../helpers/podman.ts'
+import { startService } from '../helpers/process.ts'
 
 /** The product's target: creates succeed again within this many seconds of losing the primary. */
 const RECOVERY_LIMIT_S = 30

@@ -8,14 +8,14 @@
  */
 import { Agent } from 'node:https'
 import t from 'tap'
-import { loadConfig } from '../../service/config.js'
-import { cutEveryPhase, WRONG_TOKEN } from '../helpers/abort-client.js'
-import { allowedMethods, contractViolations, otherMethod } from '../helpers/contract.js'
-import { requestHead, wholeRequest } from '../helpers/raw-http.js'
-import { answeredBy, authorized, bodyOf, errorBody, GATEWAY_PREFIX, get, PLANTS, post, send, startGateway } from '../helpers/nginx.js'
-import { bridgeGateway, imageUnderTest, podman, randomToken, type Replica, requestLine, startReplicas } from '../helpers/podman.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { createsPlantThroughGateway, launchChromium } from '../helpers/swagger-ui.js'
+import { loadConfig } from '../../service/config.ts'
+import { cutEveryPhase, WRONG_TOKEN } from '../helpers/abort-client.ts'
+import { allowedMethods, contractViolations, otherMethod } from '../helpers/contract.ts'
+import { requestHead, wholeRequest } from '../helpers/raw-http.ts'
+import { answeredBy, authorized, bodyOf, errorBody, GATEWAY_PREFIX, get, PLANTS, post, send, startGateway } from '../helpers/nginx.ts'
+import { bridgeGateway, imageUnderTest, podman, randomToken, type Replica, requestLine, startReplicas } from '../helpers/podman.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { createsPlantThroughGateway, launchChromium } from '../helpers/swagger-ui.ts'
 
 t.setTimeout(20 * 60_000)
 

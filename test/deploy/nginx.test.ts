@@ -11,11 +11,11 @@ import { createServer, type Server, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.js'
-import { run } from '../helpers/command.js'
-import { allowedMethods, contractViolations } from '../helpers/contract.js'
-import { answeredBy, authorized, errorBody, GATEWAY_PREFIX, get, NGINX, NGINX_DIR, PLANTS, post, selfSignedCertificate, send, startGateway } from '../helpers/nginx.js'
-import { connected, exchange, headerLines, requestHead } from '../helpers/raw-http.js'
+import { TOKEN } from '../helpers/app.ts'
+import { run } from '../helpers/command.ts'
+import { allowedMethods, contractViolations } from '../helpers/contract.ts'
+import { answeredBy, authorized, errorBody, GATEWAY_PREFIX, get, NGINX, NGINX_DIR, PLANTS, post, selfSignedCertificate, send, startGateway } from '../helpers/nginx.ts'
+import { connected, exchange, headerLines, requestHead } from '../helpers/raw-http.ts'
 
 const AUTHORIZED = authorized(TOKEN)
 

@@ -5,12 +5,12 @@
  * @module
  */
 import t from 'tap'
-import { postgresSchema, TOKEN } from '../helpers/app.js'
-import { countByStatus, startLoad } from '../helpers/create-load.js'
-import { freePort } from '../helpers/machine.js'
-import { startGateway } from '../helpers/nginx.js'
-import { waitUntil } from '../helpers/podman.js'
-import { type ServiceProcess, startService } from '../helpers/process.js'
+import { postgresSchema, TOKEN } from '../helpers/app.ts'
+import { countByStatus, startLoad } from '../helpers/create-load.ts'
+import { freePort } from '../helpers/machine.ts'
+import { startGateway } from '../helpers/nginx.ts'
+import { waitUntil } from '../helpers/podman.ts'
+import { type ServiceProcess, startService } from '../helpers/process.ts'
 
 /** Concurrent clients, each from a loopback address of its own. */
 const CLIENTS = 10

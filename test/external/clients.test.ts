@@ -12,10 +12,10 @@ import { createServer, type Socket } from 'node:net'
 import { stringify } from 'lossless-json'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
-import { type CreatePlantResult, type CreatePlantStatus, PlantStoreClient, PlantStoreNetworkError, PlantStoreResponseError, readCreatePlantResponse } from '../../client/plant-store-client.js'
-import type { components, operations, paths } from '../../service/generated/openapi.js'
-import { listen, TOKEN } from '../helpers/app.js'
-import { freePort } from '../helpers/machine.js'
+import { type CreatePlantResult, type CreatePlantStatus, PlantStoreClient, PlantStoreNetworkError, PlantStoreResponseError, readCreatePlantResponse } from '../../client/plant-store-client.ts'
+import type { components, operations, paths } from '../../service/generated/openapi.ts'
+import { listen, TOKEN } from '../helpers/app.ts'
+import { freePort } from '../helpers/machine.ts'
 
 type Plant = components['schemas']['Plant']
 type ErrorBody = components['schemas']['Error']

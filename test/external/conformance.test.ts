@@ -21,10 +21,10 @@ import { fileURLToPath } from 'node:url'
 import type { OpenAPIV3 } from 'openapi-types'
 import t, { type Test } from 'tap'
 import { stringify } from 'yaml'
-import { CONTRACT_URL, loadContract } from '../../service/contract.js'
-import { listen, TOKEN, type TestContext } from '../helpers/app.js'
-import { freePort } from '../helpers/machine.js'
-import { type PlantBody, postPlant } from '../helpers/post-plant.js'
+import { CONTRACT_URL, loadContract } from '../../service/contract.ts'
+import { listen, TOKEN, type TestContext } from '../helpers/app.ts'
+import { freePort } from '../helpers/machine.ts'
+import { type PlantBody, postPlant } from '../helpers/post-plant.ts'
 
 const require = createRequire(import.meta.url)
 const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')

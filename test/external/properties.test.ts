@@ -12,9 +12,9 @@
 import { deepStrictEqual, equal } from 'node:assert/strict'
 import fc from 'fast-check'
 import t, { type Test } from 'tap'
-import { build, JSON_HEADERS, OTHER_TOKEN } from '../helpers/app.js'
-import { contractViolations, schemaAt } from '../helpers/contract.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { build, JSON_HEADERS, OTHER_TOKEN } from '../helpers/app.ts'
+import { contractViolations, schemaAt } from '../helpers/contract.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 /** The seed used unless `FC_SEED` says otherwise. */
 const DEFAULT_SEED = 20260521

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { open, requestHead, type Target } from './raw-http.js'
+import { open, requestHead, type Target } from './raw-http.ts'
 
 /** Where in an exchange the connection is cut. */
 export const PHASES = ['in the request line', 'after the headers', 'in the body', 'after the body, before the answer', 'after the first byte of the answer'] as const

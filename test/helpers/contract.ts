@@ -7,7 +7,7 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
-import { loadContract } from '../../service/contract.js'
+import { loadContract } from '../../service/contract.ts'
 
 /** A response as `inject` gives it, as `postPlant` gives it (`post-plant.ts`), or as read from a socket (`raw-http.ts`). */
 export type AnyResponse = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: Record<string, unknown> }

@@ -5,8 +5,8 @@
  * @module
  */
 import { Agent } from 'node:https'
-import type { Gateway } from './nginx.js'
-import { postPlant } from './post-plant.js'
+import type { Gateway } from './nginx.ts'
+import { postPlant } from './post-plant.ts'
 
 /** One request and its answer. */
 export interface Outcome {

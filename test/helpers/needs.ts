@@ -6,7 +6,7 @@
  */
 import { appendFileSync } from 'node:fs'
 import { relative } from 'node:path'
-import { isExecutable } from './machine.js'
+import { isExecutable } from './machine.ts'
 
 /** Something a test may need: a service the test run starts, a privilege, or a program. */
 export type Need = 'redis' | 'root' | 'chromium'

@@ -10,7 +10,7 @@ import { createServer } from 'node:http'
 import { fileURLToPath } from 'node:url'
 import protobuf from 'protobufjs'
 import type { Test } from 'tap'
-import type { TestContext } from './app.js'
+import type { TestContext } from './app.ts'
 
 /** The OTLP definitions, unchanged from opentelemetry-proto. */
 const PROTO_DIR = fileURLToPath(new URL('../fixtures/opentelemetry-proto/', import.meta.url))

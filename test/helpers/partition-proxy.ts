@@ -9,7 +9,7 @@ import { once } from 'node:events'
 import { connect, createServer, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type pg from 'pg'
-import type { TestContext } from './app.js'
+import type { TestContext } from './app.ts'
 
 /**
  * A {@link partitionProxy}: its `postgres://` URL; `partition` stops bytes both ways (new

@@ -12,9 +12,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { postgresSchema, type TestContext } from './app.js'
-import { failure, lastLine, run } from './command.js'
-import { freePort } from './machine.js'
+import { postgresSchema, type TestContext } from './app.ts'
+import { failure, lastLine, run } from './command.ts'
+import { freePort } from './machine.ts'
 
 /** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when podman is missing or fails, with its stderr. */
 export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {

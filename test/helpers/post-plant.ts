@@ -8,8 +8,8 @@ import { type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders, request
 import { request as httpsRequest } from 'node:https'
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
-import { JSON_HEADERS } from './app.js'
-import { contractViolations } from './contract.js'
+import { JSON_HEADERS } from './app.ts'
+import { contractViolations } from './contract.ts'
 
 /** Request headers; a header whose value is `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>

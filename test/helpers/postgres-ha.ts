@@ -14,9 +14,9 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import pg from 'pg'
-import type { TestContext } from './app.js'
-import { freePort } from './machine.js'
-import { waitUntil } from './podman.js'
+import type { TestContext } from './app.ts'
+import { freePort } from './machine.ts'
+import { waitUntil } from './podman.ts'
 
 const HA_DIR = fileURLToPath(new URL('../../deploy/postgres-ha/', import.meta.url))
 /** The programs the cluster needs, each with the Debian package that installs it. */

@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { LIMITS_OFF, type TestContext } from './app.js'
+import { LIMITS_OFF, type TestContext } from './app.ts'
 
 /**
  * A running service process: its base URL, everything it wrote so far (`output`), `stop`

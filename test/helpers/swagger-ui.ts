@@ -9,9 +9,9 @@ import { existsSync, mkdirSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import type { Test } from 'tap'
-import type { TestContext } from './app.js'
-import { CHROMIUM } from './needs.js'
-import { type Gateway, GATEWAY_PREFIX, PLANTS } from './nginx.js'
+import type { TestContext } from './app.ts'
+import { CHROMIUM } from './needs.ts'
+import { type Gateway, GATEWAY_PREFIX, PLANTS } from './nginx.ts'
 
 /** Swagger UI's element of operation createPlant, under its tag `plants`. */
 export const CREATE_PLANT = '#operations-plants-createPlant'

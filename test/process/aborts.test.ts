@@ -5,10 +5,10 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.js'
-import { cutEveryPhase, PHASES, requestShapes } from '../helpers/abort-client.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { startService } from '../helpers/process.js'
+import { TOKEN } from '../helpers/app.ts'
+import { cutEveryPhase, PHASES, requestShapes } from '../helpers/abort-client.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { startService } from '../helpers/process.ts'
 
 t.test('a client that cuts the connection at any phase of any exchange neither stops nor fails the service', async (t) => {
   const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test', LOG_LEVEL: 'info' })

@@ -9,10 +9,10 @@
 import { once } from 'node:events'
 import { createServer, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { clientErrorHandler } from '../../service/errors.js'
-import { build, logSink, TOKEN } from '../helpers/app.js'
-import { assertErrorBody, contractViolations } from '../helpers/contract.js'
-import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.js'
+import { clientErrorHandler } from '../../service/errors.ts'
+import { build, logSink, TOKEN } from '../helpers/app.ts'
+import { assertErrorBody, contractViolations } from '../helpers/contract.ts'
+import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
 
 // One listening app for the file, its log lines readable; a test of other timeouts has its own.
 const { stream, lines } = logSink()

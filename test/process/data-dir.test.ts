@@ -10,12 +10,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
-import { createApp } from '../../service/app.js'
-import { openStore } from '../../service/store/database.js'
-import { SQLITE_FILE } from '../../service/store/sqlite.js'
-import { migrateToLatest } from '../../service/store/migrate.js'
-import { storeOptions, testConfig } from '../helpers/app.js'
-import { run } from '../helpers/command.js'
+import { createApp } from '../../service/app.ts'
+import { openStore } from '../../service/store/database.ts'
+import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import { migrateToLatest } from '../../service/store/migrate.ts'
+import { storeOptions, testConfig } from '../helpers/app.ts'
+import { run } from '../helpers/command.ts'
 
 t.test('a DATA_DIR that cannot be created stops the start with a message naming DATA_DIR and the reason', async (t) => {
   // Root may write any directory, so it gets a read-only file system instead (mount(8)).

@@ -6,11 +6,11 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import { sql } from 'kysely'
 import t from 'tap'
-import { openStore } from '../../service/store/database.js'
-import { QUERY_TIMEOUT_MARGIN_MS } from '../../service/store/postgres.js'
-import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helpers/app.js'
-import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { openStore } from '../../service/store/database.ts'
+import { QUERY_TIMEOUT_MARGIN_MS } from '../../service/store/postgres.ts'
+import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helpers/app.ts'
+import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 /** Longer than the statement timeout, so that creates in flight and sent during it are answered before the heal. */
 const PARTITION_MS = 10000

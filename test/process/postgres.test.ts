@@ -2,12 +2,12 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { createApp } from '../../service/app.js'
-import { migratedApp, postgresSchema, testConfig, TOKEN } from '../helpers/app.js'
-import { freePort } from '../helpers/machine.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.js'
-import { runToExit, startService } from '../helpers/process.js'
+import { createApp } from '../../service/app.ts'
+import { migratedApp, postgresSchema, testConfig, TOKEN } from '../helpers/app.ts'
+import { freePort } from '../helpers/machine.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.ts'
+import { runToExit, startService } from '../helpers/process.ts'
 
 /** The status of a create sent to `url`; 0 when not answered (refused or reset). */
 async function statusOf(url: string, body: object): Promise<number> {

@@ -4,9 +4,9 @@
  */
 import { join } from 'node:path'
 import t from 'tap'
-import { JSON_HEADERS, TOKEN } from '../helpers/app.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { runToExit, startService } from '../helpers/process.js'
+import { JSON_HEADERS, TOKEN } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { runToExit, startService } from '../helpers/process.ts'
 
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
 

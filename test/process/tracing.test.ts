@@ -7,10 +7,10 @@
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { JSON_HEADERS, TEST_DATABASE_URL, TOKEN } from '../helpers/app.js'
-import { only, startCollector, traceparent } from '../helpers/otlp-collector.js'
-import { postPlant } from '../helpers/post-plant.js'
-import { completedLogLine, startService } from '../helpers/process.js'
+import { JSON_HEADERS, TEST_DATABASE_URL, TOKEN } from '../helpers/app.ts'
+import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
+import { postPlant } from '../helpers/post-plant.ts'
+import { completedLogLine, startService } from '../helpers/process.ts'
 
 /** `NODE_OPTIONS` that load the probe reporting every OpenTelemetry module the process resolves. */
 const PROBE = `${process.env.NODE_OPTIONS ?? ''} --import ${fileURLToPath(new URL('../fixtures/otel-module-probe.ts', import.meta.url))}`

@@ -8,9 +8,9 @@
  */
 import type { Page } from 'playwright-core'
 import t from 'tap'
-import { listen, TOKEN } from '../helpers/app.js'
-import { requires } from '../helpers/needs.js'
-import { authorize, CREATE_PLANT, createsPlant, launchChromium, noMisdeeds, openDocs, tryItOut } from '../helpers/swagger-ui.js'
+import { listen, TOKEN } from '../helpers/app.ts'
+import { requires } from '../helpers/needs.ts'
+import { authorize, CREATE_PLANT, createsPlant, launchChromium, noMisdeeds, openDocs, tryItOut } from '../helpers/swagger-ui.ts'
 
 t.setTimeout(120_000)
 const chromium = requires('chromium')

@@ -8,9 +8,9 @@
 import { randomBytes, randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, TOKEN } from '../helpers/app.js'
-import { requires, TEST_REDIS_URL } from '../helpers/needs.js'
-import { postPlant } from '../helpers/post-plant.js'
+import { build, TOKEN } from '../helpers/app.ts'
+import { requires, TEST_REDIS_URL } from '../helpers/needs.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 /** Creates on two apps sharing Redis, alternately (a, b, a, b), with `token` from `address`; @returns the statuses. */
 async function alternately(t: Parameters<typeof build>[0], config: Parameters<typeof build>[1], token: string, address: string): Promise<number[]> {

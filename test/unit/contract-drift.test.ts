@@ -7,7 +7,7 @@
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { breakingChanges, latestReleased, main, readContract } from '../../api/compat.js'
+import { breakingChanges, latestReleased, main, readContract } from '../../api/compat.ts'
 
 const releasedPath = latestReleased(join(import.meta.dirname, '../../api/released'))
 /* eslint-disable @typescript-eslint/no-explicit-any -- edits reach into a parsed YAML document */

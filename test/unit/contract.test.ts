@@ -8,8 +8,8 @@
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { loadContract, loadContractReadings, operationMethods } from '../../service/contract.js'
-import { fixtureContract } from '../fixtures/plant-contract.js'
+import { loadContract, loadContractReadings, operationMethods } from '../../service/contract.ts'
+import { fixtureContract } from '../fixtures/plant-contract.ts'
 
 t.test('integers are JS numbers in the document and bigints as written in the exact reading', async (t) => {
   const dir = t.testdir({ 'openapi.yaml': 'id: 9007199254740993\nratio: 1.5\nname: x\n' })

@@ -6,7 +6,7 @@
  * @module
  */
 import t from 'tap'
-import { toErrorResponse } from '../../service/errors.js'
+import { toErrorResponse } from '../../service/errors.ts'
 
 t.test('anything else than an HTTP error is 500 Internal Server Error, marked internal, with nothing of the cause', async (t) => {
   const internal = { statusCode: 500, headers: {}, body: { error: 500, message: 'Internal Server Error' }, internal: true }

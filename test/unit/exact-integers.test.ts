@@ -9,11 +9,11 @@
 import Fastify, { type FastifyRequest, type onRequestHookHandler, type RouteOptions } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
 import t from 'tap'
-import { AJV_OPTIONS } from '../../service/app.js'
-import { errorHandler } from '../../service/errors.js'
-import { exactInt64, forValidation, int64Format, numberOf } from '../../service/exact-integers.js'
-import { parseJsonBody } from '../../service/json-body.js'
-import { fixtureContract } from '../fixtures/plant-contract.js'
+import { AJV_OPTIONS } from '../../service/app.ts'
+import { errorHandler } from '../../service/errors.ts'
+import { exactInt64, forValidation, int64Format, numberOf } from '../../service/exact-integers.ts'
+import { parseJsonBody } from '../../service/json-body.ts'
+import { fixtureContract } from '../fixtures/plant-contract.ts'
 
 const OUT_OF_INT64 = 2 ** 63 + 2048
 const int64 = { type: 'integer', format: 'int64' } as const

@@ -9,7 +9,7 @@ import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { generateTypes, main } from '../../api/types.js'
+import { generateTypes, main } from '../../api/types.ts'
 
 const contract = new URL('../../openapi.yaml', import.meta.url)
 

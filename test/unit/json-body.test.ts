@@ -6,8 +6,8 @@
  * @module
  */
 import t from 'tap'
-import { HttpError } from '../../service/errors.js'
-import { MAX_NUMBER_LENGTH, parseJsonBody } from '../../service/json-body.js'
+import { HttpError } from '../../service/errors.ts'
+import { MAX_NUMBER_LENGTH, parseJsonBody } from '../../service/json-body.ts'
 
 t.test('a longer number literal is an HttpError 400 before its value is computed (RFC 8259 §9)', async (t) => {
   const long = '0'.repeat(MAX_NUMBER_LENGTH)

@@ -7,8 +7,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'
-import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.js'
-import { logSink } from '../helpers/app.js'
+import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.ts'
+import { logSink } from '../helpers/app.ts'
 
 t.test('logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout', async (t) => {
   t.equal(loggerOptions('info', false).transport, undefined)

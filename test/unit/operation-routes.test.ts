@@ -7,9 +7,9 @@
  */
 import Fastify from 'fastify'
 import t from 'tap'
-import type { OpenApiDocument } from '../../service/contract.js'
-import { errorHandler, HttpError } from '../../service/errors.js'
-import { addMethodNotAllowed, authentication, requiredBody } from '../../service/operations/routes.js'
+import type { OpenApiDocument } from '../../service/contract.ts'
+import { errorHandler, HttpError } from '../../service/errors.ts'
+import { addMethodNotAllowed, authentication, requiredBody } from '../../service/operations/routes.ts'
 
 const contract = (security?: OpenApiDocument['security']): OpenApiDocument => ({ openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: {}, security })
 const refuse = (status: number) => async () => {

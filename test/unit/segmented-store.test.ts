@@ -5,7 +5,7 @@
  * @module
  */
 import t from 'tap'
-import { SegmentedStore } from '../../service/segmented-store.js'
+import { SegmentedStore } from '../../service/segmented-store.ts'
 
 /** Counts one hit of `key` and returns the store's answer. */
 function hit(store: SegmentedStore, key: string, windowMs = 60000): { current: number; ttl: number } {

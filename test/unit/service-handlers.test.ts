@@ -9,9 +9,9 @@
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { generateTypes } from '../../api/types.js'
-import { fixtureContract } from '../fixtures/plant-contract.js'
-import { CommandError, run } from '../helpers/command.js'
+import { generateTypes } from '../../api/types.ts'
+import { fixtureContract } from '../fixtures/plant-contract.ts'
+import { CommandError, run } from '../helpers/command.ts'
 
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const handlers = fileURLToPath(new URL('../../service/operations/handlers.js', import.meta.url))
@@ -30,7 +30,7 @@ ${body}
 /** A fixture service over the fixture's `operations`: every other operation, and `getPlant` when given. */
 function fixtureService(getPlant: string | undefined): string {
   const methods = [...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')), ...(getPlant === undefined ? [] : [getPlant])]
-  return `import type { operations } from './openapi.js'
+  return `import type { operations } from './openapi.ts'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from ${JSON.stringify(handlers)}
 
 export class FixtureService implements ServiceHandlers<operations> {

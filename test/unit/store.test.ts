@@ -3,11 +3,11 @@ import { join } from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Migrator } from 'kysely/migration'
 import t from 'tap'
-import { openStore } from '../../service/store/database.js'
-import { SQLITE_FILE } from '../../service/store/sqlite.js'
-import { migrateToLatest } from '../../service/store/migrate.js'
-import { migrations } from '../../service/store/migrations/index.js'
-import { POSTGRES_URL, storeOptions } from '../helpers/app.js'
+import { openStore } from '../../service/store/database.ts'
+import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import { migrateToLatest } from '../../service/store/migrate.ts'
+import { migrations } from '../../service/store/migrations/index.ts'
+import { POSTGRES_URL, storeOptions } from '../helpers/app.ts'
 
 t.test('PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not', async (t) => {
   const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: POSTGRES_URL }))
