@@ -12,13 +12,13 @@ import { Writable } from 'node:stream'
 import SQLite from 'better-sqlite3'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
 import pg from 'pg'
-import type { Test } from 'tap'
-import { type AppConfig, createApp } from '../../service/app.js'
-import { loadConfig } from '../../service/config.js'
-import { openStore } from '../../service/store/database.js'
-import { migrateToLatest } from '../../service/store/migrate.js'
-import { SQLITE_FILE } from '../../service/store/sqlite.js'
-import type { StoreOptions } from '../../service/store/store.js'
+import tap, { type Test } from 'tap'
+import { type AppConfig, createApp } from '../../service/app.ts'
+import { loadConfig } from '../../service/config.ts'
+import { openStore } from '../../service/store/database.ts'
+import { migrateToLatest } from '../../service/store/migrate.ts'
+import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import type { StoreOptions } from '../../service/store/store.ts'
 
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
@@ -29,17 +29,40 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 /** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
 export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
+let processDatabase: Promise<string> | undefined
+
+/**
+ * This test process's own database on {@link POSTGRES_URL}, dropped when its tests end. Test files
+ * run in parallel, and Kysely's migrator reads the tables of every schema of its database: a
+ * schema another process dropped meanwhile fails it (`schema … does not exist`).
+ */
+function ownDatabase(): Promise<string> {
+  processDatabase ??= (async () => {
+    const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
+    const admin = async (statement: string) => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL })
+      await client.connect()
+      await client.query(statement).finally(() => client.end())
+    }
+    await admin(`create database ${name}`)
+    tap.teardown(() => admin(`drop database ${name} with (force)`))
+    return Object.assign(new URL(POSTGRES_URL), { pathname: `/${name}` }).toString()
+  })()
+  return processDatabase
+}
+
 /** Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client inside it. */
 export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
   const schema = `test_${randomBytes(6).toString('hex')}`
-  const client = new pg.Client({ connectionString: POSTGRES_URL })
+  const database = await ownDatabase()
+  const client = new pg.Client({ connectionString: database })
   await client.connect()
   await client.query(`create schema ${schema}; set search_path to ${schema}`)
   t.teardown(async () => {
     await client.query(`drop schema ${schema} cascade`)
     await client.end()
   })
-  const url = new URL(POSTGRES_URL)
+  const url = new URL(database)
   url.searchParams.set('options', `-c search_path=${schema}`)
   return { url: url.toString(), client }
 }
