@@ -91,7 +91,8 @@ const LAYERS: Record<string, Layer> = {
       program('etcd', 'apt-get install etcd-server'),
       { name: 'Chromium (/usr/bin/chromium)', present: () => isExecutable('/usr/bin/chromium'), install: 'apt-get install chromium' },
     ],
-    commands: [['tap', ...NO_COVERAGE, 'test/deploy/**/*.test.ts']],
+    // One file at a time: each starts replicas, a Patroni cluster or Chromium, and together they starved two cores.
+    commands: [['tap', '--disable-coverage', '--jobs=1', 'test/deploy/**/*.test.ts']],
   },
 }
 
