@@ -29,32 +29,30 @@ export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 /** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
 export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-let processDatabase: Promise<string> | undefined
+/** Creates an empty PostgreSQL database on {@link POSTGRES_URL}, dropped at `t`'s teardown. @returns its `postgres://` URL. */
+export async function postgresDatabase(t: TestContext): Promise<string> {
+  const name = `test_${randomBytes(6).toString('hex')}`
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL })
+    await client.connect()
+    await client.query(statement).finally(() => client.end())
+  }
+  await admin(`create database ${name}`)
+  t.teardown(() => admin(`drop database ${name} with (force)`))
+  return Object.assign(new URL(POSTGRES_URL), { pathname: `/${name}` }).toString()
+}
 
 /**
- * This test process's own database on {@link POSTGRES_URL}, dropped when its tests end. Test files
- * run in parallel, and Kysely's migrator reads the tables of every schema of its database: a
- * schema another process dropped meanwhile fails it (`schema … does not exist`).
+ * This test process's own database, dropped when its tests end. Test files run in parallel,
+ * and Kysely's migrator reads the tables of every schema of its database: a schema another
+ * process dropped meanwhile fails it (`schema … does not exist`).
  */
-function ownDatabase(): Promise<string> {
-  processDatabase ??= (async () => {
-    const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
-    const admin = async (statement: string) => {
-      const client = new pg.Client({ connectionString: POSTGRES_URL })
-      await client.connect()
-      await client.query(statement).finally(() => client.end())
-    }
-    await admin(`create database ${name}`)
-    tap.teardown(() => admin(`drop database ${name} with (force)`))
-    return Object.assign(new URL(POSTGRES_URL), { pathname: `/${name}` }).toString()
-  })()
-  return processDatabase
-}
+let processDatabase: Promise<string> | undefined
 
 /** Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client inside it. */
 export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
   const schema = `test_${randomBytes(6).toString('hex')}`
-  const database = await ownDatabase()
+  const database = await (processDatabase ??= postgresDatabase(tap))
   const client = new pg.Client({ connectionString: database })
   await client.connect()
   await client.query(`create schema ${schema}; set search_path to ${schema}`)

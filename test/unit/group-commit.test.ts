@@ -3,7 +3,6 @@
  * outcome (created, replayed, conflict), also when a batch fails; no deadlock. A
  * transaction's span (`service/tracing.ts`) is a child of its first create and links the others.
  */
-import { randomBytes } from 'node:crypto'
 import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api'
 import pg from 'pg'
 import t from 'tap'
@@ -12,7 +11,7 @@ import { openStore } from '../../service/store/database.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../../service/store/plant-repository.ts'
 import { startTracing } from '../../service/tracing.ts'
-import { freshStore, POSTGRES_URL, storeOptions, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { freshStore, postgresDatabase, storeOptions, TEST_DATABASE_URL } from '../helpers/app.ts'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
 
 async function repository(t: Parameters<typeof freshStore>[0]) {
@@ -153,19 +152,6 @@ t.test('PostgreSQL: concurrent batches over the same ids take their row locks in
   await store.close()
   t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
 })
-
-/** Creates an empty PostgreSQL database (dropped at teardown). @returns its `postgres://` URL. */
-async function postgresDatabase(t: Parameters<typeof freshStore>[0]): Promise<string> {
-  const name = `test_${randomBytes(6).toString('hex')}`
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL })
-    await client.connect()
-    await client.query(statement).finally(() => client.end())
-  }
-  await admin(`create database ${name}`)
-  t.teardown(() => admin(`drop database ${name} with (force)`))
-  return Object.assign(new URL(POSTGRES_URL), { pathname: `/${name}` }).toString()
-}
 
 /** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their counts over). */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {
