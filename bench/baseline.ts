@@ -8,7 +8,7 @@
  * - `link`: the worktree's `node_modules` is a symbolic link to this tree's. The
  *   build's output depends only on TypeScript's and esbuild's versions, and the
  *   service process loads only runtime (non-dev) packages; so when those are the
- *   same packages at the same paths as installed here (`sameRuntimePackages`), the
+ *   same packages at the same paths as installed here ({@link runtimePackageDifferences}), the
  *   ref runs on exactly what `npm ci` would give it, in no time. (Built both ways
  *   for fa9b7d2, `dist/` was the same but for esbuild's comments naming each
  *   bundled file's path.)

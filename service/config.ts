@@ -139,9 +139,7 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
     throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
   }
   if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
-    throw new ConfigError(
-      'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is ' + "limited and logged by; name the gateway's addresses instead",
-    )
+    throw new ConfigError("Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is limited and logged by; name the gateway's addresses instead")
   }
   return value === 'true' || value === 'false' ? value === 'true' : list
 }
