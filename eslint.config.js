@@ -4,7 +4,9 @@ import eslint from '@eslint/js'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'coverage/**', '.tap/**', 'node_modules/**', 'service/generated/**', 'artifacts/**', 'tmp/**'] },
+  {
+    ignores: ['dist/**', 'coverage/**', '.tap/**', 'node_modules/**', 'service/generated/**', 'artifacts/**', 'tmp/**'],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -23,6 +25,8 @@ export default tseslint.config(
   },
   {
     files: ['**/*.js', '**/*.mjs'],
-    languageOptions: { globals: { process: 'readonly', console: 'readonly', URL: 'readonly', fetch: 'readonly', setTimeout: 'readonly' } },
+    languageOptions: {
+      globals: { process: 'readonly', console: 'readonly', URL: 'readonly', fetch: 'readonly', setTimeout: 'readonly' },
+    },
   },
 )

@@ -100,7 +100,14 @@ type Direction = 'request' | 'response'
  * within `newer`; for a response, `newer` within `older`. Recurses into properties and
  * array items.
  */
-function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | undefined, newerNode: Json | undefined, direction: Direction, where: string, seen = new Set<string>()): string[] {
+function compareSchemas(
+  docs: { older: Obj; newer: Obj },
+  olderNode: Json | undefined,
+  newerNode: Json | undefined,
+  direction: Direction,
+  where: string,
+  seen = new Set<string>(),
+): string[] {
   // A recursive schema recurses through a $ref: each pair of $refs is compared once.
   const key = `${direction} ${String(obj(olderNode).$ref)} ${String(obj(newerNode).$ref)}`
   if (key !== `${direction} undefined undefined` && seen.has(key)) return []
@@ -119,7 +126,9 @@ function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | unde
   }
   for (const keyword of EXACT) {
     if (outer[keyword] !== undefined && outer[keyword] !== inner[keyword]) {
-      found.push(`${where}: ${keyword} ${narrowed} (${JSON.stringify(older[keyword])} -> ${JSON.stringify(newer[keyword])})`)
+      found.push(
+        `${where}: ${keyword} ${narrowed} (${JSON.stringify(older[keyword])} -> ${JSON.stringify(newer[keyword])})`,
+      )
     }
   }
   for (const [bounds, tighter] of [
@@ -130,7 +139,9 @@ function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | unde
       const o = outer[keyword]
       const i = inner[keyword]
       if (typeof o === 'number' && (typeof i !== 'number' || tighter(o, i))) {
-        found.push(`${where}: ${keyword} ${narrowed} (${JSON.stringify(older[keyword])} -> ${JSON.stringify(newer[keyword])})`)
+        found.push(
+          `${where}: ${keyword} ${narrowed} (${JSON.stringify(older[keyword])} -> ${JSON.stringify(newer[keyword])})`,
+        )
       }
     }
   }
@@ -148,12 +159,17 @@ function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | unde
   const newerRequired = new Set(Array.isArray(newer.required) ? newer.required : [])
   for (const name of Object.keys(olderProperties)) {
     if (!(name in newerProperties)) found.push(`${where}.${name}: field removed`)
-    else found.push(...compareSchemas(docs, olderProperties[name], newerProperties[name], direction, `${where}.${name}`, seen))
+    else
+      found.push(
+        ...compareSchemas(docs, olderProperties[name], newerProperties[name], direction, `${where}.${name}`, seen),
+      )
   }
   if (direction === 'request') {
-    for (const name of newerRequired) if (!olderRequired.has(name)) found.push(`${where}.${String(name)}: new required field`)
+    for (const name of newerRequired)
+      if (!olderRequired.has(name)) found.push(`${where}.${String(name)}: new required field`)
   } else {
-    for (const name of olderRequired) if (!newerRequired.has(name)) found.push(`${where}.${String(name)}: no longer required`)
+    for (const name of olderRequired)
+      if (!newerRequired.has(name)) found.push(`${where}.${String(name)}: no longer required`)
   }
   if (older.items !== undefined || newer.items !== undefined) {
     found.push(...compareSchemas(docs, older.items, newer.items, direction, `${where}[]`, seen))
@@ -162,12 +178,27 @@ function compareSchemas(docs: { older: Obj; newer: Obj }, olderNode: Json | unde
 }
 
 /** Breaking differences between two `content` maps (media type -> { schema }). */
-function compareContent(docs: { older: Obj; newer: Obj }, older: Json | undefined, newer: Json | undefined, direction: Direction, where: string): string[] {
+function compareContent(
+  docs: { older: Obj; newer: Obj },
+  older: Json | undefined,
+  newer: Json | undefined,
+  direction: Direction,
+  where: string,
+): string[] {
   const found: string[] = []
   const newerContent = obj(newer)
   for (const [mediaType, media] of Object.entries(obj(older))) {
     if (!(mediaType in newerContent)) found.push(`${where}: media type ${mediaType} removed`)
-    else found.push(...compareSchemas(docs, obj(media).schema, obj(newerContent[mediaType]).schema, direction, `${where} ${mediaType}`))
+    else
+      found.push(
+        ...compareSchemas(
+          docs,
+          obj(media).schema,
+          obj(newerContent[mediaType]).schema,
+          direction,
+          `${where} ${mediaType}`,
+        ),
+      )
   }
   return found
 }
@@ -192,11 +223,14 @@ export function breakingChanges(older: Obj, newer: Obj): string[] {
       }
       const newerOperation = obj(newerItem[method])
       if (olderOperation.operationId !== newerOperation.operationId) {
-        found.push(`${operation}: operationId ${String(olderOperation.operationId)} renamed to ${String(newerOperation.operationId)}`)
+        found.push(
+          `${operation}: operationId ${String(olderOperation.operationId)} renamed to ${String(newerOperation.operationId)}`,
+        )
       }
       const olderBody = deref(older, olderOperation.requestBody)
       const newerBody = deref(newer, newerOperation.requestBody)
-      if (newerBody.required === true && olderBody.required !== true) found.push(`${operation} request body: now required`)
+      if (newerBody.required === true && olderBody.required !== true)
+        found.push(`${operation} request body: now required`)
       found.push(...compareContent(docs, olderBody.content, newerBody.content, 'request', `${operation} request`))
       const newerResponses = obj(newerOperation.responses)
       for (const [status, olderResponseRef] of Object.entries(obj(olderOperation.responses))) {
@@ -211,7 +245,9 @@ export function breakingChanges(older: Obj, newer: Obj): string[] {
         for (const header of Object.keys(obj(olderResponse.headers))) {
           if (!(header in newerHeaders)) found.push(`${where}: header ${header} removed`)
         }
-        found.push(...compareContent(docs, olderResponse.content, newerResponse.content, 'response', `${where} response`))
+        found.push(
+          ...compareContent(docs, olderResponse.content, newerResponse.content, 'response', `${where} response`),
+        )
       }
     }
   }

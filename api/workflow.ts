@@ -27,7 +27,14 @@ const plantId = Date.now() * 1000 + randomInt(1000)
 
 const service = spawn(process.execPath, [join(root, 'dist/service/server.js')], {
   cwd: root,
-  env: { PATH: process.env.PATH, HOST: '127.0.0.1', PORT: '0', DATA_DIR: dataDir, PLANT_STORE_TOKENS: token, LOG_LEVEL: 'info' },
+  env: {
+    PATH: process.env.PATH,
+    HOST: '127.0.0.1',
+    PORT: '0',
+    DATA_DIR: dataDir,
+    PLANT_STORE_TOKENS: token,
+    LOG_LEVEL: 'info',
+  },
   stdio: ['ignore', 'pipe', 'inherit'],
 })
 const serviceClosed = once(service, 'close')
@@ -69,7 +76,11 @@ try {
       '--max-fetch-timeout',
       '30000',
     ],
-    { cwd: root, stdio: 'inherit', env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' } },
+    {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' },
+    },
   )
   const [code] = (await once(respect, 'close')) as [number | null]
   status = code ?? 1

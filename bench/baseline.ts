@@ -25,7 +25,17 @@
  */
 import { execFileSync } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, symlinkSync, unlinkSync } from 'node:fs'
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  unlinkSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 
@@ -53,7 +63,8 @@ const BUILD_TOOLS = ['node_modules/typescript', 'node_modules/esbuild']
  * @returns the paths that differ (empty: linking is safe).
  */
 export function runtimePackageDifferences(refLock: unknown, installed: unknown): string[] {
-  const packagesOf = (lock: unknown): Record<string, LockEntry> => (lock as { packages?: Record<string, LockEntry> } | undefined)?.packages ?? {}
+  const packagesOf = (lock: unknown): Record<string, LockEntry> =>
+    (lock as { packages?: Record<string, LockEntry> } | undefined)?.packages ?? {}
   const wanted = packagesOf(refLock)
   const have = packagesOf(installed)
   const differences: string[] = []
@@ -65,7 +76,8 @@ export function runtimePackageDifferences(refLock: unknown, installed: unknown):
       if (entry.optional !== true) differences.push(`${path} (not installed)`)
       continue
     }
-    if (present.version !== entry.version || present.integrity !== entry.integrity) differences.push(`${path} (${present.version} installed, ${entry.version} wanted)`)
+    if (present.version !== entry.version || present.integrity !== entry.integrity)
+      differences.push(`${path} (${present.version} installed, ${entry.version} wanted)`)
   }
   return differences
 }
@@ -100,7 +112,13 @@ export function baselinePlace(repo: string): BaselinePlace {
 }
 
 const run = (command: string, args: readonly string[], cwd: string, timeoutS: number): string =>
-  execFileSync(command, args, { cwd, encoding: 'utf8', timeout: timeoutS * 1000, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 64 * 1024 * 1024 })
+  execFileSync(command, args, {
+    cwd,
+    encoding: 'utf8',
+    timeout: timeoutS * 1000,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    maxBuffer: 64 * 1024 * 1024,
+  })
 
 /** The end of a failed command's output, for an error message. */
 function failure(what: string, error: unknown): Error {
@@ -115,7 +133,14 @@ function failure(what: string, error: unknown): Error {
  * @param log - progress lines.
  * @throws when the ref is unknown, the install or the build fails, or the build has no such entry.
  */
-export function prepareBaseline(place: BaselinePlace, ref: string, mode: InstallMode, entry: string, cache: string, log: (line: string) => void): Baseline {
+export function prepareBaseline(
+  place: BaselinePlace,
+  ref: string,
+  mode: InstallMode,
+  entry: string,
+  cache: string,
+  log: (line: string) => void,
+): Baseline {
   const started = performance.now()
   const { repo, root } = place
   let commit: string
@@ -136,9 +161,13 @@ export function prepareBaseline(place: BaselinePlace, ref: string, mode: Install
   let linkable: string[] | undefined
   if (mode !== 'ci') {
     linkable = existsSync(installedLock)
-      ? runtimePackageDifferences(JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')), JSON.parse(readFileSync(installedLock, 'utf8')))
+      ? runtimePackageDifferences(
+          JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')),
+          JSON.parse(readFileSync(installedLock, 'utf8')),
+        )
       : ['no node_modules/.package-lock.json in this tree']
-    if (mode === 'link' && linkable.length > 0) log(`baseline: linking although its lock differs: ${linkable.slice(0, 5).join(', ')}`)
+    if (mode === 'link' && linkable.length > 0)
+      log(`baseline: linking although its lock differs: ${linkable.slice(0, 5).join(', ')}`)
   }
   const link = mode === 'link' || (mode === 'auto' && linkable?.length === 0)
   const modules = join(root, 'node_modules')
@@ -189,7 +218,9 @@ export function prepareBaseline(place: BaselinePlace, ref: string, mode: Install
       build()
     } catch (error) {
       if (mode === 'link') throw error
-      log(`baseline: the build failed on the linked packages; installing its own. ${(error as Error).message.slice(0, 300)}`)
+      log(
+        `baseline: the build failed on the linked packages; installing its own. ${(error as Error).message.slice(0, 300)}`,
+      )
       unlinkSync(modules)
       rmSync(join(root, 'dist'), { recursive: true, force: true })
       how = install()
@@ -197,7 +228,8 @@ export function prepareBaseline(place: BaselinePlace, ref: string, mode: Install
     }
   } else {
     how = install()
-    if (mode === 'auto') how += `: its lock file differs from what is installed here (${linkable!.slice(0, 3).join(', ')}${linkable!.length > 3 ? ', …' : ''})`
+    if (mode === 'auto')
+      how += `: its lock file differs from what is installed here (${linkable!.slice(0, 3).join(', ')}${linkable!.length > 3 ? ', …' : ''})`
     build()
   }
   const script = join(root, entry)

@@ -20,13 +20,14 @@ import type { NewPlant, Plant } from '../service/contract.ts'
 
 // As `service/server.ts` does, before the rest loads.
 enableCompileCache()
-const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, { loadContract }, { Security }] = await Promise.all([
-  import('@fastify/bearer-auth'),
-  import('fastify'),
-  import('fastify-openapi-glue'),
-  import('../service/contract.ts'),
-  import('../service/operations/security.ts'),
-])
+const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, { loadContract }, { Security }] =
+  await Promise.all([
+    import('@fastify/bearer-auth'),
+    import('fastify'),
+    import('fastify-openapi-glue'),
+    import('../service/contract.ts'),
+    import('../service/operations/security.ts'),
+  ])
 
 const tokens = (process.env.PLANT_STORE_TOKENS ?? '').split(',').filter((token) => token !== '')
 if (tokens.length === 0) {
@@ -40,11 +41,15 @@ await app.register(openapiGlue, {
   specification: loadContract(),
   serviceHandlers: {
     createPlant(request: { body: NewPlant }): Promise<Plant> {
-      return Promise.resolve({ name: request.body.name, ...(request.body.tag === undefined ? {} : { tag: request.body.tag }) })
+      return Promise.resolve({
+        name: request.body.name,
+        ...(request.body.tag === undefined ? {} : { tag: request.body.tag }),
+      })
     },
   },
   securityHandlers: new Security(app.verifyBearerAuth!),
 })
 const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: process.env.HOST ?? '127.0.0.1' })
 process.stdout.write(`listening ${new URL(address).port}\n`)
-for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => void app.close().then(() => process.exit(0)))
+for (const signal of ['SIGINT', 'SIGTERM'] as const)
+  process.once(signal, () => void app.close().then(() => process.exit(0)))

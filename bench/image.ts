@@ -20,7 +20,8 @@ const DOCKERFILE = readFileSync(join(REPO, 'Dockerfile'), 'utf8')
 function imageNodeOptions(): string[] {
   const command = /^CMD (\[.*\])\s*$/m.exec(DOCKERFILE)?.[1]
   const words = command === undefined ? [] : (JSON.parse(command) as string[])
-  if (words[0] !== 'node' || words.at(-1) !== 'dist/service/server.js') throw new Error(`Dockerfile: no CMD ["node", …, "dist/service/server.js"] (found ${command})`)
+  if (words[0] !== 'node' || words.at(-1) !== 'dist/service/server.js')
+    throw new Error(`Dockerfile: no CMD ["node", …, "dist/service/server.js"] (found ${command})`)
   return words.slice(1, -1)
 }
 
@@ -33,7 +34,11 @@ export const SERVICE_NODE_OPTIONS = imageNodeOptions()
  * (`NODE_COMPILE_CACHE`); the service targets get them too. The service's own
  * configuration (`PORT`, `DATA_DIR`, …) is not among them: the benchmark sets that.
  */
-export const SERVICE_ENV_SETTINGS = [...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?((?:MALLOC_\w+|NODE_COMPILE_CACHE)=\S+?)\s*\\?$/gm)].map(([, setting]) => setting!)
+export const SERVICE_ENV_SETTINGS = [
+  ...DOCKERFILE.matchAll(/^\s*(?:ENV\s+)?((?:MALLOC_\w+|NODE_COMPILE_CACHE)=\S+?)\s*\\?$/gm),
+].map(([, setting]) => setting!)
 
 /** {@link SERVICE_ENV_SETTINGS} as environment variables. */
-export const SERVICE_ENVIRONMENT: Record<string, string> = Object.fromEntries(SERVICE_ENV_SETTINGS.map((setting) => setting.split('=') as [string, string]))
+export const SERVICE_ENVIRONMENT: Record<string, string> = Object.fromEntries(
+  SERVICE_ENV_SETTINGS.map((setting) => setting.split('=') as [string, string]),
+)

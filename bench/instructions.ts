@@ -23,7 +23,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { join } from 'node:path'
 
 /** How instructions are counted in this run, or why they are not. */
-export type InstructionCounter = { readonly kind: 'perf' | 'callgrind' } | { readonly kind: 'none'; readonly why: string }
+export type InstructionCounter =
+  { readonly kind: 'perf' | 'callgrind' } | { readonly kind: 'none'; readonly why: string }
 
 /** Parses `perf stat -x,` output: the count of `event`, or `undefined` when it was not counted. */
 export function parsePerfCount(stderr: string, event: string): number | undefined {
@@ -35,7 +36,10 @@ export function parsePerfCount(stderr: string, event: string): number | undefine
 /** `undefined` when `perf stat -e instructions` counts on this machine, else why not. */
 function perfUnavailable(): string | undefined {
   const result = spawnSync('perf', ['stat', '-x,', '-e', 'instructions', 'true'], { encoding: 'utf8', timeout: 10_000 })
-  if (result.error !== undefined) return (result.error as { code?: string }).code === 'ENOENT' ? 'perf is not installed (Debian: linux-perf)' : `perf failed: ${result.error.message}`
+  if (result.error !== undefined)
+    return (result.error as { code?: string }).code === 'ENOENT'
+      ? 'perf is not installed (Debian: linux-perf)'
+      : `perf failed: ${result.error.message}`
   if (parsePerfCount(result.stderr, 'instructions') !== undefined) return undefined
   return `\`perf stat -e instructions\` answers \`${
     result.stderr
@@ -46,7 +50,9 @@ function perfUnavailable(): string | undefined {
 }
 
 function valgrindMissing(): string | undefined {
-  return ['/usr/bin/valgrind', '/usr/bin/callgrind_control'].every((path) => existsSync(path)) ? undefined : 'valgrind is not installed (Debian: valgrind)'
+  return ['/usr/bin/valgrind', '/usr/bin/callgrind_control'].every((path) => existsSync(path))
+    ? undefined
+    : 'valgrind is not installed (Debian: valgrind)'
 }
 
 /**
@@ -64,7 +70,10 @@ export function chooseCounter(asked: string): InstructionCounter {
   const why = perfUnavailable()
   if (why === undefined) return { kind: 'perf' }
   if (asked === 'perf') throw new Error(`BENCH_INSTRUCTIONS=perf: ${why}`)
-  return { kind: 'none', why: `${why}; \`BENCH_INSTRUCTIONS=callgrind\` counts them under valgrind, tens of minutes per target` }
+  return {
+    kind: 'none',
+    why: `${why}; \`BENCH_INSTRUCTIONS=callgrind\` counts them under valgrind, tens of minutes per target`,
+  }
 }
 
 /**
@@ -73,7 +82,9 @@ export function chooseCounter(asked: string): InstructionCounter {
  *   when perf counted nothing.
  */
 export function perfCount(pid: number): () => Promise<number | undefined> {
-  const child = spawn('perf', ['stat', '-x,', '-e', 'instructions', '-p', String(pid)], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn('perf', ['stat', '-x,', '-e', 'instructions', '-p', String(pid)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')))
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
@@ -89,7 +100,13 @@ export function perfCount(pid: number): () => Promise<number | undefined> {
  * {@link callgrindControl} turns it on; its control pipes live in `outputDir`.
  */
 export function callgrindWrapper(outputDir: string): string[] {
-  return ['valgrind', '--tool=callgrind', '--instr-atstart=no', `--vgdb-prefix=${join(outputDir, 'vgdb')}`, `--callgrind-out-file=${join(outputDir, 'callgrind.out.%p')}`]
+  return [
+    'valgrind',
+    '--tool=callgrind',
+    '--instr-atstart=no',
+    `--vgdb-prefix=${join(outputDir, 'vgdb')}`,
+    `--callgrind-out-file=${join(outputDir, 'callgrind.out.%p')}`,
+  ]
 }
 
 /**
@@ -103,15 +120,23 @@ export function callgrindWrapper(outputDir: string): string[] {
 export function callgrindControl(pid: number, command: 'on' | 'zero' | 'dump', outputDir: string): number | undefined {
   const flag = { on: ['-i', 'on'], zero: ['-z'], dump: ['-d'] }[command]
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOST: '127.0.0.1' }
-  const answer = spawnSync('callgrind_control', [`--vgdb-prefix=${join(outputDir, 'vgdb')}`, ...flag, String(pid)], { encoding: 'utf8', env, timeout: 60_000 })
+  const answer = spawnSync('callgrind_control', [`--vgdb-prefix=${join(outputDir, 'vgdb')}`, ...flag, String(pid)], {
+    encoding: 'utf8',
+    env,
+    timeout: 60_000,
+  })
   // It prints OK and exits 0 even when it reached no process; the failure is on stderr.
-  if (answer.status !== 0 || /error|failed/i.test(answer.stderr)) throw new Error(`callgrind_control ${flag.join(' ')}: ${(answer.stderr || String(answer.error)).trim().slice(0, 300)}`)
+  if (answer.status !== 0 || /error|failed/i.test(answer.stderr))
+    throw new Error(
+      `callgrind_control ${flag.join(' ')}: ${(answer.stderr || String(answer.error)).trim().slice(0, 300)}`,
+    )
   if (command !== 'dump') return undefined
   const dumps = readdirSync(outputDir)
     .filter((name) => name.startsWith(`callgrind.out.${pid}.`))
     .sort((a, b) => Number(a.slice(a.lastIndexOf('.') + 1)) - Number(b.slice(b.lastIndexOf('.') + 1)))
   const last = dumps.at(-1)
-  if (last === undefined) throw new Error(`callgrind wrote no dump for process ${pid} (${readdirSync(outputDir).join(', ')})`)
+  if (last === undefined)
+    throw new Error(`callgrind wrote no dump for process ${pid} (${readdirSync(outputDir).join(', ')})`)
   const summary = /^summary: (\d+)/m.exec(readFileSync(join(outputDir, last), 'utf8'))
   if (summary === null) throw new Error(`no summary in ${last}`)
   return Number(summary[1])
@@ -129,7 +154,9 @@ export interface Round {
  * half of all responses ÷ the sum of their responses, and the range of those rounds.
  * @returns `undefined` without at least two rounds.
  */
-export function callgrindFigure(rounds: readonly Round[]): { perRequest: number; range: [number, number]; responses: number } | undefined {
+export function callgrindFigure(
+  rounds: readonly Round[],
+): { perRequest: number; range: [number, number]; responses: number } | undefined {
   const total = rounds.reduce((sum, round) => sum + round.responses, 0)
   let before = 0
   const counted = rounds.filter((round) => {
@@ -140,5 +167,9 @@ export function callgrindFigure(rounds: readonly Round[]): { perRequest: number;
   if (rounds.length < 2 || counted.length === 0) return undefined
   const responses = counted.reduce((sum, round) => sum + round.responses, 0)
   const each = counted.map((round) => round.instructions / round.responses)
-  return { perRequest: counted.reduce((sum, round) => sum + round.instructions, 0) / responses, range: [Math.min(...each), Math.max(...each)], responses }
+  return {
+    perRequest: counted.reduce((sum, round) => sum + round.instructions, 0) / responses,
+    range: [Math.min(...each), Math.max(...each)],
+    responses,
+  }
 }

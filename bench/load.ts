@@ -143,13 +143,21 @@ export function parseWrk(output: string, threads: number, firstId: bigint, idCou
   if (line === undefined) throw new Error(`wrk gave no result: ${output.trim().slice(-500)}`)
   const result = JSON.parse(line.slice('bench-result '.length)) as WrkResult
   const seconds = result.durationUs / 1e6
-  const non2xx = Object.entries(result.statuses).reduce((sum, [status, count]) => sum + (status.startsWith('2') ? 0 : count), 0)
+  const non2xx = Object.entries(result.statuses).reduce(
+    (sum, [status, count]) => sum + (status.startsWith('2') ? 0 : count),
+    0,
+  )
   const ms = (us: number) => us / 1000
   return {
     requestsPerSecond: result.requests / seconds,
     responses: result.requests,
     seconds,
-    latencyMs: { p50: ms(result.latencyUs.p50), p99: ms(result.latencyUs.p99), max: ms(result.latencyUs.max), mean: ms(result.latencyUs.mean) },
+    latencyMs: {
+      p50: ms(result.latencyUs.p50),
+      p99: ms(result.latencyUs.p99),
+      max: ms(result.latencyUs.max),
+      mean: ms(result.latencyUs.mean),
+    },
     errors: result.errors.connect + result.errors.read + result.errors.write + result.errors.timeout,
     non2xx,
     wrongBodies: result.wrongBodies,
@@ -185,7 +193,10 @@ export async function runLoad(options: LoadOptions): Promise<LoadSummary> {
     String(IDS_PER_THREAD),
     EXPECTED_BODY,
   ]
-  const command = options.core === undefined || options.taskset === undefined ? wrk : [options.taskset, '-c', String(options.core), ...wrk]
+  const command =
+    options.core === undefined || options.taskset === undefined
+      ? wrk
+      : [options.taskset, '-c', String(options.core), ...wrk]
   const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', BENCH_TOKEN: options.token }
   if (options.onProgress !== undefined) env.BENCH_PROGRESS = '1'
   const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })

@@ -28,7 +28,9 @@ export interface StoreActivity {
 
 function sample(text: string, name: string): number {
   let total = 0
-  for (const line of text.split('\n')) if (line.startsWith(`${name} `) || line.startsWith(`${name}{`)) total += Number(line.slice(line.lastIndexOf(' ') + 1))
+  for (const line of text.split('\n'))
+    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
+      total += Number(line.slice(line.lastIndexOf(' ') + 1))
   return total
 }
 
@@ -48,7 +50,11 @@ export function storeTotals(url: string): Promise<StoreTotals | undefined> {
         resolve(
           response.statusCode !== 200 || !text.includes('plant_store_group_commit_batch_size_count')
             ? undefined
-            : { transactions, plants: sample(text, 'plant_store_group_commit_batch_size_sum'), seconds: sample(text, 'plant_store_store_transaction_seconds_sum') },
+            : {
+                transactions,
+                plants: sample(text, 'plant_store_group_commit_batch_size_sum'),
+                seconds: sample(text, 'plant_store_store_transaction_seconds_sum'),
+              },
         )
       })
     })
@@ -59,7 +65,10 @@ export function storeTotals(url: string): Promise<StoreTotals | undefined> {
 }
 
 /** The activity between two snapshots; `undefined` when either is missing or nothing was written. */
-export function storeActivity(before: StoreTotals | undefined, after: StoreTotals | undefined): StoreActivity | undefined {
+export function storeActivity(
+  before: StoreTotals | undefined,
+  after: StoreTotals | undefined,
+): StoreActivity | undefined {
   if (before === undefined || after === undefined) return undefined
   const transactions = after.transactions - before.transactions
   if (transactions <= 0) return undefined

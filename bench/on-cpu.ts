@@ -23,7 +23,8 @@ export function perfNodeOptions(logFile: string): string[] {
 const FREQUENCY_HZ = 999
 
 /** Inclusive rows kept from `perf report --children`: system calls, SQLite, the garbage collector. */
-const INCLUSIVE_ROWS = /__x64_sys_|sqlite3VdbeExec|Scavenger::Process|MarkCompactCollector::CollectGarbage|ConcurrentMarking::Run/
+const INCLUSIVE_ROWS =
+  /__x64_sys_|sqlite3VdbeExec|Scavenger::Process|MarkCompactCollector::CollectGarbage|ConcurrentMarking::Run/
 
 /**
  * Starts recording process `pid` (all its threads, call graphs) into `file`.
@@ -31,7 +32,11 @@ const INCLUSIVE_ROWS = /__x64_sys_|sqlite3VdbeExec|Scavenger::Process|MarkCompac
  * @throws (from the returned function) when perf failed: the message carries its output.
  */
 export function perfRecord(pid: number, file: string): () => Promise<void> {
-  const child = spawn('perf', ['record', '-e', 'cpu-clock', '-F', String(FREQUENCY_HZ), '-g', '-p', String(pid), '-o', file], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const child = spawn(
+    'perf',
+    ['record', '-e', 'cpu-clock', '-F', String(FREQUENCY_HZ), '-g', '-p', String(pid), '-o', file],
+    { stdio: ['ignore', 'ignore', 'pipe'] },
+  )
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')))
   const exited = new Promise<void>((resolve) => {
@@ -56,9 +61,23 @@ export function perfRecord(pid: number, file: string): () => Promise<void> {
  * the CPU per request in `header` is that part's CPU per request.
  */
 export function perfSummary(file: string, header: string): string {
-  const report = (...args: string[]) => spawnSync('perf', ['report', '-i', file, '--stdio', '-g', 'none', ...args], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024, timeout: 600_000 }).stdout ?? ''
+  const report = (...args: string[]) =>
+    spawnSync('perf', ['report', '-i', file, '--stdio', '-g', 'none', ...args], {
+      encoding: 'utf8',
+      maxBuffer: 256 * 1024 * 1024,
+      timeout: 600_000,
+    }).stdout ?? ''
   const rows = (text: string) => text.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'))
   const byBinary = rows(report('--no-children', '--sort', 'comm,dso'))
   const inclusive = rows(report('--children', '--sort', 'sym')).filter((line) => INCLUSIVE_ROWS.test(line))
-  return [header, '', '## Samples by thread and binary (self)', ...byBinary, '', '## Inclusive (children, self)', ...inclusive, ''].join('\n')
+  return [
+    header,
+    '',
+    '## Samples by thread and binary (self)',
+    ...byBinary,
+    '',
+    '## Inclusive (children, self)',
+    ...inclusive,
+    '',
+  ].join('\n')
 }

@@ -19,7 +19,11 @@ export function assertLoopback(databaseUrl: string): void {
 }
 
 async function withClient<T>(databaseUrl: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
-  const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 3000, statement_timeout: 30_000 })
+  const client = new pg.Client({
+    connectionString: databaseUrl,
+    connectionTimeoutMillis: 3000,
+    statement_timeout: 30_000,
+  })
   await client.connect()
   try {
     return await use(client)
@@ -65,7 +69,10 @@ export async function storedInPostgres(databaseUrl: string, id: bigint): Promise
  */
 export async function removeBenchRows(databaseUrl: string, from: bigint, count: bigint): Promise<number> {
   return withClient(databaseUrl, async (client) => {
-    const result = await client.query('DELETE FROM plant WHERE id >= $1 AND id < $2', [String(from), String(from + count)])
+    const result = await client.query('DELETE FROM plant WHERE id >= $1 AND id < $2', [
+      String(from),
+      String(from + count),
+    ])
     return result.rowCount ?? 0
   })
 }
@@ -77,7 +84,10 @@ export async function removeBenchRows(databaseUrl: string, from: bigint, count: 
 export async function countPostgresRows(databaseUrl: string, from: bigint, count: bigint): Promise<number> {
   return withClient(databaseUrl, async (client) => {
     try {
-      const result = await client.query<{ n: string }>('SELECT count(*) AS n FROM plant WHERE id >= $1 AND id < $2', [String(from), String(from + count)])
+      const result = await client.query<{ n: string }>('SELECT count(*) AS n FROM plant WHERE id >= $1 AND id < $2', [
+        String(from),
+        String(from + count),
+      ])
       return Number(result.rows[0]?.n ?? 0)
     } catch (error) {
       if ((error as { code?: string }).code === '42P01') return 0 // undefined_table

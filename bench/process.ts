@@ -53,15 +53,24 @@ export interface Answer {
  * probe never holds the server open).
  * @throws on a socket error or after `timeoutMs` milliseconds.
  */
-export function postJson(url: string, headers: Record<string, string>, body: string, timeoutMs = 2000): Promise<Answer> {
+export function postJson(
+  url: string,
+  headers: Record<string, string>,
+  body: string,
+  timeoutMs = 2000,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
-    const sent = request(url, { method: 'POST', agent: false, headers: { ...headers, connection: 'close' }, timeout: timeoutMs }, (response) => {
-      let text = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => (text += chunk))
-      response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }))
-      response.on('error', reject)
-    })
+    const sent = request(
+      url,
+      { method: 'POST', agent: false, headers: { ...headers, connection: 'close' }, timeout: timeoutMs },
+      (response) => {
+        let text = ''
+        response.setEncoding('utf8')
+        response.on('data', (chunk: string) => (text += chunk))
+        response.on('end', () => resolve({ status: response.statusCode ?? 0, body: text }))
+        response.on('error', reject)
+      },
+    )
     sent.on('timeout', () => sent.destroy(new Error(`no answer in ${timeoutMs} ms`)))
     sent.on('error', reject)
     sent.end(body)
@@ -157,10 +166,20 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
   const url = `http://127.0.0.1:${options.port}`
   const node = [...(options.wrapper ?? []), process.execPath, ...(options.nodeArgs ?? []), options.script]
   const pinned = TASKSET !== undefined && options.core !== undefined
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env, PORT: String(options.port), HOST: '127.0.0.1' }
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    HOME: process.env.HOME ?? '/tmp',
+    ...options.env,
+    PORT: String(options.port),
+    HOST: '127.0.0.1',
+  }
   const started = performance.now()
   const command = pinned ? [TASKSET!, '-c', String(options.core), ...node] : node
-  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'], ...(options.cwd === undefined ? {} : { cwd: options.cwd }) })
+  const child = spawn(command[0]!, command.slice(1), {
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
+  })
   children.add(child)
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
   let tail = ''
@@ -212,7 +231,8 @@ export async function startServer(options: StartOptions): Promise<ServerProcess>
     rssMb: () => procStatusMb(pid, 'VmRSS'),
     cpuTimes: () => procCpuTimes(pid),
     output: () => tail,
-    exitStatus: () => (alive() ? undefined : child.signalCode === null ? `code ${child.exitCode}` : `signal ${child.signalCode}`),
+    exitStatus: () =>
+      alive() ? undefined : child.signalCode === null ? `code ${child.exitCode}` : `signal ${child.signalCode}`,
     stop,
   }
 }

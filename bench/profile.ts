@@ -30,17 +30,44 @@ type Frame = CpuProfile['nodes'][number]
 const STAGES: readonly (readonly [stage: string, test: (frame: Frame['callFrame']) => boolean])[] = [
   ['auth (bearer)', ({ url }) => /@fastify\/bearer-auth|\/service\/security\.js/.test(url)],
   ['log (pino)', ({ url }) => /node_modules\/(pino|pino-std-serializers|sonic-boom|thread-stream)\//.test(url)],
-  ['store (kysely, better-sqlite3, pg)', ({ url }) => /node_modules\/(kysely|better-sqlite3|pg|pg-pool|pg-protocol|postgres)\/|\/service\/store\//.test(url)],
-  ['parse (body → JSON)', ({ url }) => /node_modules\/lossless-json\/|\/service\/json-body\.js|fastify\/lib\/contentTypeParser\.js/.test(url)],
-  ['validate (ajv)', ({ url, functionName }) => /fastify\/lib\/validation\.js|node_modules\/ajv/.test(url) || (url === '' && /^validate\d*$/.test(functionName))],
-  ['serialize (fast-json-stringify)', ({ url, functionName }) => /fast-json-stringify|fastify\/lib\/(reply|error-serializer)\.js/.test(url) || (url === '' && functionName === 'anonymous')],
+  [
+    'store (kysely, better-sqlite3, pg)',
+    ({ url }) => /node_modules\/(kysely|better-sqlite3|pg|pg-pool|pg-protocol|postgres)\/|\/service\/store\//.test(url),
+  ],
+  [
+    'parse (body → JSON)',
+    ({ url }) => /node_modules\/lossless-json\/|\/service\/json-body\.js|fastify\/lib\/contentTypeParser\.js/.test(url),
+  ],
+  [
+    'validate (ajv)',
+    ({ url, functionName }) =>
+      /fastify\/lib\/validation\.js|node_modules\/ajv/.test(url) || (url === '' && /^validate\d*$/.test(functionName)),
+  ],
+  [
+    'serialize (fast-json-stringify)',
+    ({ url, functionName }) =>
+      /fast-json-stringify|fastify\/lib\/(reply|error-serializer)\.js/.test(url) ||
+      (url === '' && functionName === 'anonymous'),
+  ],
   ['service handler', ({ url }) => /\/service\/(plant-service|errors)\.js/.test(url)],
   [
     'protections and metrics (helmet, rate limit, under-pressure, prom-client)',
-    ({ url }) => /node_modules\/(helmet|@fastify\/helmet|@fastify\/rate-limit|@fastify\/under-pressure|@platformatic\/prom-client|prom-client)\/|\/service\/(protection|operations)\.js/.test(url),
+    ({ url }) =>
+      /node_modules\/(helmet|@fastify\/helmet|@fastify\/rate-limit|@fastify\/under-pressure|@platformatic\/prom-client|prom-client)\/|\/service\/(protection|operations)\.js/.test(
+        url,
+      ),
   ],
-  ['network I/O (node core: HTTP and database sockets)', ({ url }) => /^node:(_http|http|net|stream|internal\/(http|streams|stream_base|net|js_stream))/.test(url)],
-  ['framework glue (fastify, hooks, routing)', ({ url }) => /node_modules\/(fastify|find-my-way|fastify-openapi-glue|avvio|light-my-request|@fastify\/[^/]+|toad-cache|fast-querystring)\//.test(url)],
+  [
+    'network I/O (node core: HTTP and database sockets)',
+    ({ url }) => /^node:(_http|http|net|stream|internal\/(http|streams|stream_base|net|js_stream))/.test(url),
+  ],
+  [
+    'framework glue (fastify, hooks, routing)',
+    ({ url }) =>
+      /node_modules\/(fastify|find-my-way|fastify-openapi-glue|avvio|light-my-request|@fastify\/[^/]+|toad-cache|fast-querystring)\//.test(
+        url,
+      ),
+  ],
   ['GC', ({ functionName }) => functionName === '(garbage collector)'],
   ['idle', ({ functionName }) => functionName === '(idle)'],
 ]
@@ -60,7 +87,13 @@ const label = ({ functionName, url, lineNumber }: Frame['callFrame']): string =>
 
 function table(title: string, totals: Map<string, number>, total: number, top: number): string {
   const rows = [...totals].sort((a, b) => b[1] - a[1]).slice(0, top)
-  return [`\n${title}`, ...rows.map(([name, us]) => `${(us / 1000).toFixed(0).padStart(8)} ms ${((100 * us) / total).toFixed(1).padStart(5)} %  ${name}`)].join('\n')
+  return [
+    `\n${title}`,
+    ...rows.map(
+      ([name, us]) =>
+        `${(us / 1000).toFixed(0).padStart(8)} ms ${((100 * us) / total).toFixed(1).padStart(5)} %  ${name}`,
+    ),
+  ].join('\n')
 }
 
 /**

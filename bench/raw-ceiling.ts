@@ -73,7 +73,12 @@ async function sqliteWriter(dataDir: string): Promise<Writer> {
     import('../service/store/sqlite.ts'),
     import('../service/store/migrate.ts'),
   ])
-  const store = openSqlite({ ...loadConfig(process.env), dataDir, databaseUrl: undefined, onConnectionError: () => undefined })
+  const store = openSqlite({
+    ...loadConfig(process.env),
+    dataDir,
+    databaseUrl: undefined,
+    onConnectionError: () => undefined,
+  })
   await migrateToLatest(store)
   await store.close()
   const database = openSqliteFile(join(dataDir, SQLITE_FILE))
@@ -161,16 +166,24 @@ if (process.env.DATA_DIR && process.env.DATABASE_URL) {
   process.stderr.write('raw-ceiling: set DATA_DIR or DATABASE_URL, not both\n')
   process.exit(1)
 }
-const store: Writer | undefined = process.env.DATA_DIR ? await sqliteWriter(process.env.DATA_DIR) : process.env.DATABASE_URL ? await postgresWriter(process.env.DATABASE_URL) : undefined
+const store: Writer | undefined = process.env.DATA_DIR
+  ? await sqliteWriter(process.env.DATA_DIR)
+  : process.env.DATABASE_URL
+    ? await postgresWriter(process.env.DATABASE_URL)
+    : undefined
 
 function reply(response: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body)
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(text) })
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+  })
   response.end(text)
 }
 
 const server = createServer((request, response) => {
-  if (request.method !== 'POST' || request.url !== '/plants') return reply(response, 404, { error: 404, message: 'Not Found' })
+  if (request.method !== 'POST' || request.url !== '/plants')
+    return reply(response, 404, { error: 404, message: 'Not Found' })
   if (!authorized(request.headers.authorization)) {
     response.setHeader('www-authenticate', 'Bearer realm="plant-store"')
     return reply(response, 401, { error: 401, message: 'A bearer token is required' })
@@ -188,12 +201,18 @@ const server = createServer((request, response) => {
     } catch {
       return reply(response, 400, { error: 400, message: 'Body is not valid JSON' })
     }
-    const answer = () => reply(response, 200, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
+    const answer = () =>
+      reply(response, 200, plant.tag === undefined ? { name: plant.name } : { name: plant.name, tag: plant.tag })
     if (store === undefined) return answer()
     // The bench's ids are above 2^53, which JSON.parse rounds: read the digits exactly.
     const id = /"id"\s*:\s*(-?\d+)/.exec(text)?.[1]
     if (id === undefined) return reply(response, 400, { error: 400, message: 'id is required' })
-    store.write({ id: BigInt(id), name: plant.name, tag: plant.tag, done: (error) => (error === undefined ? answer() : reply(response, 503, { error: 503, message: error.message })) })
+    store.write({
+      id: BigInt(id),
+      name: plant.name,
+      tag: plant.tag,
+      done: (error) => (error === undefined ? answer() : reply(response, 503, { error: 503, message: error.message })),
+    })
   })
 })
 

@@ -79,7 +79,16 @@ interface Figures {
 function measured(key: TargetKey, figures: Figures = {}): TargetResult {
   const { cpuUs = 40, p99 = 4, warmupP99, peakRssMb = 100, readyMs = 500, storedRows } = figures
   const run = load(100_000, { latencyMs: { p50: 1, p99, max: 20, mean: 1.5 } })
-  return { key, title: key, load: run, warmupP99Ms: warmupP99, cpu: { user: cpuUs, system: 0 }, peakRssMb, readyMs, ...(storedRows === undefined ? {} : { storedRows }) }
+  return {
+    key,
+    title: key,
+    load: run,
+    warmupP99Ms: warmupP99,
+    cpu: { user: cpuUs, system: 0 },
+    peakRssMb,
+    readyMs,
+    ...(storedRows === undefined ? {} : { storedRows }),
+  }
 }
 
 /** A run's settings, as `run.ts` passes them (the figures come from the rounds). */
@@ -104,7 +113,11 @@ const SETTINGS: RunSettings = {
  * unless `service` is `undefined`.
  */
 function round(service: Figures | undefined, floor: Figures = {}): TargetResult[] {
-  return [measured('raw', { readyMs: 200 }), measured('floor', floor), ...(service === undefined ? [] : [measured('embedded', service)])]
+  return [
+    measured('raw', { readyMs: 200 }),
+    measured('floor', floor),
+    ...(service === undefined ? [] : [measured('embedded', service)]),
+  ]
 }
 
 t.test('CPU per request: utime + stime over the run ÷ responses, in µs', async (t) => {
@@ -123,87 +136,175 @@ t.test('median and range: the middle value; of an even count, the mean of the tw
   t.equal(spread([]), undefined)
 })
 
-t.test('against the design floor and the raw ceiling: plain figures of each round, their median and range', async (t) => {
-  t.equal(againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })]), '1.15 (1.15–1.15)', '46 ÷ 40 µs, no verdict')
-  t.equal(againstFloor('server CPU per request ÷ raw', [round({ cpuUs: 80 })]), '2.00 (2.00–2.00)', '80 ÷ the ceiling’s 40 µs')
-  t.equal(againstFloor('p99 latency ÷', [round({ p99: 6 })]), '1.50 (1.50–1.50)', '6 ÷ 4 ms')
-  t.equal(againstFloor('peak RSS', [round({ peakRssMb: 120 })]), '+20.0 (+20.0–+20.0)', '120 − 100 MB')
-  t.equal(againstFloor('peak RSS', [round({ peakRssMb: 90 })]), '−10.0 (−10.0–−10.0)', 'below the floor')
-  t.equal(againstFloor('ready on existing data ÷', [round({ readyMs: 800 })]), '4.00 (4.00–4.00)', '800 ÷ 200 ms')
-  t.equal(againstFloor('ready on existing data −', [round({ readyMs: 600 })]), '+100 (+100–+100)', '600 − 500 ms')
-})
+t.test(
+  'against the design floor and the raw ceiling: plain figures of each round, their median and range',
+  async (t) => {
+    t.equal(
+      againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })]),
+      '1.15 (1.15–1.15)',
+      '46 ÷ 40 µs, no verdict',
+    )
+    t.equal(
+      againstFloor('server CPU per request ÷ raw', [round({ cpuUs: 80 })]),
+      '2.00 (2.00–2.00)',
+      '80 ÷ the ceiling’s 40 µs',
+    )
+    t.equal(againstFloor('p99 latency ÷', [round({ p99: 6 })]), '1.50 (1.50–1.50)', '6 ÷ 4 ms')
+    t.equal(againstFloor('peak RSS', [round({ peakRssMb: 120 })]), '+20.0 (+20.0–+20.0)', '120 − 100 MB')
+    t.equal(againstFloor('peak RSS', [round({ peakRssMb: 90 })]), '−10.0 (−10.0–−10.0)', 'below the floor')
+    t.equal(againstFloor('ready on existing data ÷', [round({ readyMs: 800 })]), '4.00 (4.00–4.00)', '800 ÷ 200 ms')
+    t.equal(againstFloor('ready on existing data −', [round({ readyMs: 600 })]), '+100 (+100–+100)', '600 − 500 ms')
+  },
+)
 
-t.test('each round’s service is compared with the design floor of that same round; the median of the rounds is shown', async (t) => {
-  // Crossed, 40 ÷ 80 and 96 ÷ 40 would be 0.50 and 2.40.
-  const cpu = [round({ cpuUs: 40 }, { cpuUs: 40 }), round({ cpuUs: 96 }, { cpuUs: 80 })]
-  t.equal(againstFloor('server CPU per request ÷ design', cpu), '1.10 (1.00–1.20)', '40 ÷ 40 and 96 ÷ 80: of two, the mean')
-  const rss = [round({ peakRssMb: 110 }, { peakRssMb: 100 }), round({ peakRssMb: 180 }, { peakRssMb: 150 }), round({ peakRssMb: 205 }, { peakRssMb: 200 })]
-  t.equal(againstFloor('peak RSS', rss), '+10.0 (+5.0–+30.0)', '+10, +30, +5 MB: of three, the middle one')
-})
+t.test(
+  'each round’s service is compared with the design floor of that same round; the median of the rounds is shown',
+  async (t) => {
+    // Crossed, 40 ÷ 80 and 96 ÷ 40 would be 0.50 and 2.40.
+    const cpu = [round({ cpuUs: 40 }, { cpuUs: 40 }), round({ cpuUs: 96 }, { cpuUs: 80 })]
+    t.equal(
+      againstFloor('server CPU per request ÷ design', cpu),
+      '1.10 (1.00–1.20)',
+      '40 ÷ 40 and 96 ÷ 80: of two, the mean',
+    )
+    const rss = [
+      round({ peakRssMb: 110 }, { peakRssMb: 100 }),
+      round({ peakRssMb: 180 }, { peakRssMb: 150 }),
+      round({ peakRssMb: 205 }, { peakRssMb: 200 }),
+    ]
+    t.equal(againstFloor('peak RSS', rss), '+10.0 (+5.0–+30.0)', '+10, +30, +5 MB: of three, the middle one')
+  },
+)
 
 t.test('a round without the design floor or the service gives no figure', async (t) => {
   const withoutFloor = (service: Figures) => round(service).filter((result) => result.key !== 'floor')
-  const floorFailed = (service: Figures) => round(service).map((result) => (result.key === 'floor' ? { key: result.key, title: result.title, notRun: 'failed: exited' } : result))
+  const floorFailed = (service: Figures) =>
+    round(service).map((result) =>
+      result.key === 'floor' ? { key: result.key, title: result.title, notRun: 'failed: exited' } : result,
+    )
   t.equal(againstFloor('server CPU per request ÷ design', [withoutFloor({ cpuUs: 46 })]), 'n/a')
   t.equal(againstFloor('peak RSS', [floorFailed({}), floorFailed({})]), 'n/a', 'the floor failed in every round')
-  t.equal(againstFloor('ready on existing data ÷', [round({}).filter((result) => result.key !== 'raw')]), 'n/a', 'no raw ceiling')
-  t.equal(againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })], 'postgres'), 'n/a', 'the service not run')
-  t.equal(againstFloor('server CPU per request ÷ design', [withoutFloor({ cpuUs: 80 }), round({ cpuUs: 44 })]), '1.10 (1.10–1.10; 1 of 2 rounds)', 'the round with a floor counts alone')
+  t.equal(
+    againstFloor('ready on existing data ÷', [round({}).filter((result) => result.key !== 'raw')]),
+    'n/a',
+    'no raw ceiling',
+  )
+  t.equal(
+    againstFloor('server CPU per request ÷ design', [round({ cpuUs: 46 })], 'postgres'),
+    'n/a',
+    'the service not run',
+  )
+  t.equal(
+    againstFloor('server CPU per request ÷ design', [withoutFloor({ cpuUs: 80 }), round({ cpuUs: 44 })]),
+    '1.10 (1.10–1.10; 1 of 2 rounds)',
+    'the round with a floor counts alone',
+  )
 })
 
 /** One round of an A/B run: the working tree's service and the baseline's. */
 function abRound(tree: Figures | undefined, baseline: Figures | undefined): TargetResult[] {
-  return [...(tree === undefined ? [] : [measured('embedded', tree)]), ...(baseline === undefined ? [] : [measured('baseline', baseline)])]
+  return [
+    ...(tree === undefined ? [] : [measured('embedded', tree)]),
+    ...(baseline === undefined ? [] : [measured('baseline', baseline)]),
+  ]
 }
 
 t.test('A/B: CPU ≤ 1.10 ×, p99 ≤ 1.25 ×, peak RSS ≤ +15 MB, ready ≤ +150 ms, judged exactly', async (t) => {
-  t.same(ab('server CPU', [abRound({ cpuUs: 44 }, { cpuUs: 40 })]), { perRound: [1.1], measured: '1.10 (1.10–1.10)', met: true }, '44 ÷ 40 µs')
+  t.same(
+    ab('server CPU', [abRound({ cpuUs: 44 }, { cpuUs: 40 })]),
+    { perRound: [1.1], measured: '1.10 (1.10–1.10)', met: true },
+    '44 ÷ 40 µs',
+  )
   t.equal(ab('server CPU', [abRound({ cpuUs: 44.01 }, { cpuUs: 40 })]).met, false, 'shown 1.10, judged exactly')
   t.equal(ab('p99', [abRound({ p99: 5 }, { p99: 4 })]).met, true, '5 ÷ 4 ms')
   t.equal(ab('p99', [abRound({ p99: 5.01 }, { p99: 4 })]).met, false)
-  t.same(ab('peak RSS', [abRound({ peakRssMb: 115 }, { peakRssMb: 100 })]), { perRound: [15], measured: '+15.0 (+15.0–+15.0)', met: true })
+  t.same(ab('peak RSS', [abRound({ peakRssMb: 115 }, { peakRssMb: 100 })]), {
+    perRound: [15],
+    measured: '+15.0 (+15.0–+15.0)',
+    met: true,
+  })
   t.equal(ab('peak RSS', [abRound({ peakRssMb: 115.01 }, { peakRssMb: 100 })]).met, false)
-  t.same(ab('ready', [abRound({ readyMs: 650 }, { readyMs: 500 })]), { perRound: [150], measured: '+150 (+150–+150)', met: true })
+  t.same(ab('ready', [abRound({ readyMs: 650 }, { readyMs: 500 })]), {
+    perRound: [150],
+    measured: '+150 (+150–+150)',
+    met: true,
+  })
   t.equal(ab('ready', [abRound({ readyMs: 650.5 }, { readyMs: 500 })]).met, false)
-  t.equal(ab('ready', [abRound({ readyMs: 300 }, { readyMs: 500 })]).measured, '−200 (−200–−200)', 'faster than the baseline')
+  t.equal(
+    ab('ready', [abRound({ readyMs: 300 }, { readyMs: 500 })]).measured,
+    '−200 (−200–−200)',
+    'faster than the baseline',
+  )
 })
 
-t.test('A/B: each round’s working tree against the baseline of that same round, then the median of the rounds', async (t) => {
-  // Pooled, the medians would be 60 ÷ 60 = 1.00; round by round the tree is 1.20 × in two rounds of three.
-  const rounds = [abRound({ cpuUs: 48 }, { cpuUs: 40 }), abRound({ cpuUs: 60 }, { cpuUs: 60 }), abRound({ cpuUs: 96 }, { cpuUs: 80 })]
-  t.same(ab('server CPU', rounds), { perRound: [1.2, 1, 1.2], measured: '1.20 (1.00–1.20)', met: false })
-  const even = [abRound({ cpuUs: 40 }, { cpuUs: 40 }), abRound({ cpuUs: 48 }, { cpuUs: 40 })]
-  t.equal(ab('server CPU', even).measured, '1.10 (1.00–1.20)', 'of two rounds, the mean of both')
-  t.equal(ab('server CPU', even).met, true)
-})
+t.test(
+  'A/B: each round’s working tree against the baseline of that same round, then the median of the rounds',
+  async (t) => {
+    // Pooled, the medians would be 60 ÷ 60 = 1.00; round by round the tree is 1.20 × in two rounds of three.
+    const rounds = [
+      abRound({ cpuUs: 48 }, { cpuUs: 40 }),
+      abRound({ cpuUs: 60 }, { cpuUs: 60 }),
+      abRound({ cpuUs: 96 }, { cpuUs: 80 }),
+    ]
+    t.same(ab('server CPU', rounds), { perRound: [1.2, 1, 1.2], measured: '1.20 (1.00–1.20)', met: false })
+    const even = [abRound({ cpuUs: 40 }, { cpuUs: 40 }), abRound({ cpuUs: 48 }, { cpuUs: 40 })]
+    t.equal(ab('server CPU', even).measured, '1.10 (1.00–1.20)', 'of two rounds, the mean of both')
+    t.equal(ab('server CPU', even).met, true)
+  },
+)
 
 t.test('A/B: a round without either gives no figure; none at all is not measured', async (t) => {
-  const rounds = [abRound({ cpuUs: 44 }, { cpuUs: 40 }), abRound({ cpuUs: 44 }, undefined), abRound(undefined, { cpuUs: 40 })]
-  t.same(ab('server CPU', rounds), { perRound: [1.1, undefined, undefined], measured: '1.10 (1.10–1.10; 1 of 3 rounds)', met: true })
+  const rounds = [
+    abRound({ cpuUs: 44 }, { cpuUs: 40 }),
+    abRound({ cpuUs: 44 }, undefined),
+    abRound(undefined, { cpuUs: 40 }),
+  ]
+  t.same(ab('server CPU', rounds), {
+    perRound: [1.1, undefined, undefined],
+    measured: '1.10 (1.10–1.10; 1 of 3 rounds)',
+    met: true,
+  })
   t.same(ab('server CPU', [abRound({}, undefined)]), { perRound: [undefined], measured: 'n/a', met: undefined })
   const failed: TargetResult = { key: 'baseline', title: 'baseline', notRun: 'failed: exited' }
   t.same(ab('peak RSS', [[measured('embedded'), failed]]).met, undefined, 'the baseline failed')
 })
 
-t.test('the targets: baseline only when asked for; it and the working tree swap places every other round', async (t) => {
-  t.notOk(DEFAULT_TARGETS.includes('baseline'))
-  t.equal(DEFAULT_TARGETS.length, TARGET_KEYS.length - 1)
-  const ab = new Set<TargetKey>(['embedded', 'baseline', 'floor'])
-  t.same(roundOrder(1, ab), ['floor', 'embedded', 'baseline'])
-  t.same(roundOrder(2, ab), ['floor', 'baseline', 'embedded'])
-  t.same(roundOrder(3, ab), ['floor', 'embedded', 'baseline'])
-  t.same(roundOrder(2, new Set<TargetKey>(['raw', 'embedded', 'postgres'])), ['raw', 'embedded', 'postgres'], 'no baseline, no swap')
-})
+t.test(
+  'the targets: baseline only when asked for; it and the working tree swap places every other round',
+  async (t) => {
+    t.notOk(DEFAULT_TARGETS.includes('baseline'))
+    t.equal(DEFAULT_TARGETS.length, TARGET_KEYS.length - 1)
+    const ab = new Set<TargetKey>(['embedded', 'baseline', 'floor'])
+    t.same(roundOrder(1, ab), ['floor', 'embedded', 'baseline'])
+    t.same(roundOrder(2, ab), ['floor', 'baseline', 'embedded'])
+    t.same(roundOrder(3, ab), ['floor', 'embedded', 'baseline'])
+    t.same(
+      roundOrder(2, new Set<TargetKey>(['raw', 'embedded', 'postgres'])),
+      ['raw', 'embedded', 'postgres'],
+      'no baseline, no swap',
+    )
+  },
+)
 
 t.test('faults: errors, non-2xx, wrong bodies and 200s whose plant is not stored', async (t) => {
   const run = load(100, { errors: 1, non2xx: 2, wrongBodies: 3, statuses: { '200': 990, '201': 5, '503': 2 } })
   t.equal(okResponses(run), 995)
   t.equal(faults({ key: 'embedded', title: 'embedded', load: run, storedRows: 990 }), 1 + 2 + 3 + 5)
-  t.equal(faults({ key: 'embedded', title: 'embedded', load: run, storedRows: 1010 }), 6, 'rows of requests sent but not answered in time are no fault')
+  t.equal(
+    faults({ key: 'embedded', title: 'embedded', load: run, storedRows: 1010 }),
+    6,
+    'rows of requests sent but not answered in time are no fault',
+  )
   t.equal(faults({ key: 'unstored', title: 'ablation', load: run }), 6, 'nothing to count where nothing is stored')
   t.equal(faults({ key: 'embedded', title: 'embedded', notRun: 'failed' }), undefined)
-  t.equal(faults({ key: 'baseline', title: 'baseline', load: load(100), exited: 'code 1: TypeError' }), 1, 'a server that exited unasked: one fault')
-  const report = renderResults(new Date(0), SETTINGS, [[measured('embedded'), { ...measured('baseline'), exited: 'code 1: a | b' }]])
+  t.equal(
+    faults({ key: 'baseline', title: 'baseline', load: load(100), exited: 'code 1: TypeError' }),
+    1,
+    'a server that exited unasked: one fault',
+  )
+  const report = renderResults(new Date(0), SETTINGS, [
+    [measured('embedded'), { ...measured('baseline'), exited: 'code 1: a | b' }],
+  ])
   t.match(report, '**baseline exited unasked** in round 1 (a fault below; round 1: code 1: a \\| b).')
   t.match(report, '| 0 | 1 (baseline: 1): **not met** |')
 })
@@ -211,8 +312,14 @@ t.test('faults: errors, non-2xx, wrong bodies and 200s whose plant is not stored
 t.test('correctness: faults summed over every target and every round, not a median', async (t) => {
   const unstored = (count: number): Figures => ({ storedRows: 1_000_000 - count })
   t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(0))]), { total: 0, byTarget: [], runs: 9 })
-  t.same(correctness([round(unstored(0)), round(unstored(0)), round(unstored(2))]), { total: 2, byTarget: [{ title: 'embedded', faults: 2 }], runs: 9 }, 'the median round had none')
-  const floorErrors = round(unstored(1)).map((result) => (result.key === 'floor' ? { ...result, load: { ...result.load!, errors: 3 } } : result))
+  t.same(
+    correctness([round(unstored(0)), round(unstored(0)), round(unstored(2))]),
+    { total: 2, byTarget: [{ title: 'embedded', faults: 2 }], runs: 9 },
+    'the median round had none',
+  )
+  const floorErrors = round(unstored(1)).map((result) =>
+    result.key === 'floor' ? { ...result, load: { ...result.load!, errors: 3 } } : result,
+  )
   t.same(
     correctness([floorErrors, round(undefined)]),
     {
@@ -231,9 +338,17 @@ t.test('correctness: faults summed over every target and every round, not a medi
 })
 
 t.test('the warm-up’s p99: reported against the design floor’s of the same round', async (t) => {
-  const report = renderResults(new Date(0), SETTINGS, [round({ warmupP99: 30 }, { warmupP99: 10 }), round({ warmupP99: 12 }, { warmupP99: 8 }), round({ warmupP99: 40 }, { warmupP99: 20 })])
+  const report = renderResults(new Date(0), SETTINGS, [
+    round({ warmupP99: 30 }, { warmupP99: 10 }),
+    round({ warmupP99: 12 }, { warmupP99: 8 }),
+    round({ warmupP99: 40 }, { warmupP99: 20 }),
+  ])
   t.match(report, "| p99 latency in the warm-up ÷ design floor's | 2.00 (1.50–3.00) |", 'ratios 3, 1.5, 2')
-  t.match(report, /^\| embedded \| 3 of 3 \| [^|]+ \| [^|]+ \| 30\.0 \(12\.0–40\.0\) \|/m, 'the Rounds table’s warm-up column')
+  t.match(
+    report,
+    /^\| embedded \| 3 of 3 \| [^|]+ \| [^|]+ \| 30\.0 \(12\.0–40\.0\) \|/m,
+    'the Rounds table’s warm-up column',
+  )
   t.match(report, /^\| floor \| 3 of 3 \| [^|]+ \| [^|]+ \| 10\.0 \(8\.0–20\.0\) \|/m)
 })
 
@@ -246,28 +361,53 @@ t.test('the round shown: the median server CPU per request; of an even count, th
   t.equal(medianRound([failed, undefined]), undefined)
 })
 
-t.test('the report: each target’s median round, the spread over the rounds, the figures against the floor, no targets', async (t) => {
-  const report = renderResults(new Date(0), SETTINGS, [round({ cpuUs: 44 }), round({ cpuUs: 52 }), round({ cpuUs: 46 })])
-  t.match(report, /^- Rounds: 3, interleaved/m)
-  t.match(report, /default log level \(`info`/)
-  t.match(report, "`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image's command)")
-  t.notMatch(report, /LOG_LEVEL/)
-  t.match(report, /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m, 'the Results row is the round of the median CPU')
-  t.match(report, '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | n/a | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) | n/a |')
-  t.match(report, '| figure | embedded |\n', 'one column per service target measured')
-  t.match(report, "| server CPU per request ÷ design floor's | 1.15 (1.10–1.30) |")
-  t.notMatch(report, "| p99 latency in the warm-up ÷ design floor's", 'no warm-up, no figure: the row left out')
-  t.notMatch(report, "| instructions per request ÷ design floor's", 'no instructions counted')
-  t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 0: met |')
-  t.notMatch(report, /≤|\bnot met\b|## Targets|## Working tree/, 'no targets, no verdicts, no A/B without a baseline')
-})
+t.test(
+  'the report: each target’s median round, the spread over the rounds, the figures against the floor, no targets',
+  async (t) => {
+    const report = renderResults(new Date(0), SETTINGS, [
+      round({ cpuUs: 44 }),
+      round({ cpuUs: 52 }),
+      round({ cpuUs: 46 }),
+    ])
+    t.match(report, /^- Rounds: 3, interleaved/m)
+    t.match(report, /default log level \(`info`/)
+    t.match(report, "`MALLOC_ARENA_MAX=1 node --max-semi-space-size=4 dist/service/server.js` (the image's command)")
+    t.notMatch(report, /LOG_LEVEL/)
+    t.match(
+      report,
+      /^\| embedded \| 3 \| 100,000 \| .* \| 46\.0 \(46\.0 \+ 0\.0\) \|/m,
+      'the Results row is the round of the median CPU',
+    )
+    t.match(
+      report,
+      '| embedded | 3 of 3 | 46.0 (44.0–52.0) | 4.0 (4.0–4.0) | n/a | 100.0 (100.0–100.0) | 500 (500–500) | 100,000 (100,000–100,000) | n/a |',
+    )
+    t.match(report, '| figure | embedded |\n', 'one column per service target measured')
+    t.match(report, "| server CPU per request ÷ design floor's | 1.15 (1.10–1.30) |")
+    t.notMatch(report, "| p99 latency in the warm-up ÷ design floor's", 'no warm-up, no figure: the row left out')
+    t.notMatch(report, "| instructions per request ÷ design floor's", 'no instructions counted')
+    t.match(report, '| errors, non-2xx, wrong bodies, 200s not stored | 0 | 0: met |')
+    t.notMatch(report, /≤|\bnot met\b|## Targets|## Working tree/, 'no targets, no verdicts, no A/B without a baseline')
+  },
+)
 
 t.test('the report of an A/B run: the comparison with its verdicts and each round’s figure', async (t) => {
-  const rounds = [abRound({ cpuUs: 44, p99: 4, peakRssMb: 120 }, { cpuUs: 40 }), abRound({ cpuUs: 50, readyMs: 700 }, { cpuUs: 40 }), abRound({ cpuUs: 40 }, { cpuUs: 40 })]
-  const report = renderResults(new Date(0), { ...SETTINGS, baseline: { ref: 'fa9b7d2', how: 'commit `fa9b7d2`, linked' } }, rounds)
+  const rounds = [
+    abRound({ cpuUs: 44, p99: 4, peakRssMb: 120 }, { cpuUs: 40 }),
+    abRound({ cpuUs: 50, readyMs: 700 }, { cpuUs: 40 }),
+    abRound({ cpuUs: 40 }, { cpuUs: 40 }),
+  ]
+  const report = renderResults(
+    new Date(0),
+    { ...SETTINGS, baseline: { ref: 'fa9b7d2', how: 'commit `fa9b7d2`, linked' } },
+    rounds,
+  )
   t.match(report, '## Working tree against `fa9b7d2`')
   t.match(report, /^- Baseline: `fa9b7d2`, commit `fa9b7d2`, linked; started exactly as/m)
-  t.match(report, '| server CPU per create, working tree ÷ baseline | ≤ 1.10 × | 1.10 (1.00–1.25) | 1.10, 1.25, 1.00 | met |')
+  t.match(
+    report,
+    '| server CPU per create, working tree ÷ baseline | ≤ 1.10 × | 1.10 (1.00–1.25) | 1.10, 1.25, 1.00 | met |',
+  )
   t.match(report, '| peak RSS, working tree − baseline, MB | ≤ +15 MB | 0.0 (0.0–+20.0) | +20.0, 0.0, 0.0 | met |')
   t.match(report, '| ready on existing data, working tree − baseline, ms | ≤ +150 ms | 0 (0–+200) | 0, +200, 0 | met |')
   t.notMatch(report, 'Against the design floor', 'no floor ran: no such section')
@@ -285,7 +425,10 @@ t.test('wrk’s result line: req/s over wrk’s own duration, non-2xx from the s
   t.equal(run.wrongBodies, 2)
   t.same(run.latencyMs, { p50: 1.5, p99: 5.999, max: 12, mean: 1.6005 })
   t.equal(run.generatorCpuPercent, 25)
-  t.throws(() => parseWrk('unable to connect to 127.0.0.1:1 Connection refused', 1, 0n, 0n), /wrk gave no result: unable to connect/)
+  t.throws(
+    () => parseWrk('unable to connect to 127.0.0.1:1 Connection refused', 1, 0n, 0n),
+    /wrk gave no result: unable to connect/,
+  )
 })
 
 t.test("stolen CPU time: the steal column over each CPU's time, guest time not counted twice", async (t) => {
@@ -300,21 +443,31 @@ t.test("stolen CPU time: the steal column over each CPU's time, guest time not c
   t.equal(stolenShares(before, before), undefined, 'no time passed')
 })
 
-t.test('a new report keeps the hand-written part and, when no soak ran, the previous soak; a first report gets a placeholder', async (t) => {
-  const path = join(t.testdir(), 'benchmarks.md')
-  writeReport(path, '# Benchmarks\n\nfirst run\n', undefined)
-  const first = readFileSync(path, 'utf8')
-  t.match(first, /No soak run yet/)
-  t.match(first, `${HAND_WRITTEN}\n\n## What it measures, and why\n\nNot written yet.\n`)
+t.test(
+  'a new report keeps the hand-written part and, when no soak ran, the previous soak; a first report gets a placeholder',
+  async (t) => {
+    const path = join(t.testdir(), 'benchmarks.md')
+    writeReport(path, '# Benchmarks\n\nfirst run\n', undefined)
+    const first = readFileSync(path, 'utf8')
+    t.match(first, /No soak run yet/)
+    t.match(first, `${HAND_WRITTEN}\n\n## What it measures, and why\n\nNot written yet.\n`)
 
-  const handWritten = `${HAND_WRITTEN}\n\n## Decisions\n\nOne log line per request.\n`
-  writeFileSync(path, first.replace(/<!-- Hand-written[^]*$/, handWritten).replace(/No soak run yet[^\n]*/, 'soak of the last run'))
-  writeReport(path, '# Benchmarks\n\nsecond run\n', undefined)
-  const second = readFileSync(path, 'utf8')
-  t.match(second, /^# Benchmarks\n\nsecond run\n/, 'the generated part is new')
-  t.match(second, /<!-- soak:start -->\nsoak of the last run\n<!-- soak:end -->/, 'the previous soak, kept')
-  t.ok(second.endsWith(handWritten), 'the hand-written part, kept as it was')
+    const handWritten = `${HAND_WRITTEN}\n\n## Decisions\n\nOne log line per request.\n`
+    writeFileSync(
+      path,
+      first.replace(/<!-- Hand-written[^]*$/, handWritten).replace(/No soak run yet[^\n]*/, 'soak of the last run'),
+    )
+    writeReport(path, '# Benchmarks\n\nsecond run\n', undefined)
+    const second = readFileSync(path, 'utf8')
+    t.match(second, /^# Benchmarks\n\nsecond run\n/, 'the generated part is new')
+    t.match(second, /<!-- soak:start -->\nsoak of the last run\n<!-- soak:end -->/, 'the previous soak, kept')
+    t.ok(second.endsWith(handWritten), 'the hand-written part, kept as it was')
 
-  writeReport(path, '# Benchmarks\n\nthird run\n', "this run's soak")
-  t.match(readFileSync(path, 'utf8'), /<!-- soak:start -->\nthis run's soak\n<!-- soak:end -->/, 'a new soak replaces it')
-})
+    writeReport(path, '# Benchmarks\n\nthird run\n', "this run's soak")
+    t.match(
+      readFileSync(path, 'utf8'),
+      /<!-- soak:start -->\nthis run's soak\n<!-- soak:end -->/,
+      'a new soak replaces it',
+    )
+  },
+)

@@ -17,7 +17,8 @@ import type { StoreActivity } from './metrics.ts'
 import type { CpuTimes } from './process.ts'
 
 /** Marks the start of the hand-written part; it and everything below it are kept. */
-export const HAND_WRITTEN = '<!-- Hand-written below this line: `npm run bench` keeps it when it regenerates the report. -->'
+export const HAND_WRITTEN =
+  '<!-- Hand-written below this line: `npm run bench` keeps it when it regenerates the report. -->'
 /** Soak section delimiters: kept as they are when a run has no soak. */
 export const SOAK_START = '<!-- soak:start -->'
 /** End marker of the soak section, which a run without a soak keeps as it is. */
@@ -31,7 +32,17 @@ export const SOAK_END = '<!-- soak:end -->'
  * on each store (`baseline`: the service of a git ref, on the embedded store, for an
  * A/B run), and the service on the embedded store with every create traced.
  */
-export const TARGET_KEYS = ['raw', 'durable', 'durable-pg', 'floor', 'unstored', 'embedded', 'baseline', 'postgres', 'traced'] as const
+export const TARGET_KEYS = [
+  'raw',
+  'durable',
+  'durable-pg',
+  'floor',
+  'unstored',
+  'embedded',
+  'baseline',
+  'postgres',
+  'traced',
+] as const
 export type TargetKey = (typeof TARGET_KEYS)[number]
 
 /** The targets run without `BENCH_TARGETS`: all but `baseline`, which runs only with `BENCH_BASELINE_REF`. */
@@ -46,7 +57,8 @@ export const DEFAULT_TARGETS: readonly TargetKey[] = TARGET_KEYS.filter((key) =>
 export function roundOrder(round: number, selected: ReadonlySet<TargetKey>): TargetKey[] {
   const order = TARGET_KEYS.filter((key) => selected.has(key))
   const [tree, baseline] = [order.indexOf('embedded'), order.indexOf('baseline')]
-  if (round % 2 === 0 && tree !== -1 && baseline !== -1) [order[tree], order[baseline]] = [order[baseline]!, order[tree]!]
+  if (round % 2 === 0 && tree !== -1 && baseline !== -1)
+    [order[tree], order[baseline]] = [order[baseline]!, order[tree]!]
   return order
 }
 
@@ -124,7 +136,8 @@ export interface RunSettings {
  *   not list the same CPUs, or a CPU spent no time in between.
  */
 export function stolenShares(before: string, after: string): number[] | undefined {
-  const perCpu = (text: string) => [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
+  const perCpu = (text: string) =>
+    [...text.matchAll(/^cpu(\d+) (.*)$/gm)].map((line) => line[2]!.trim().split(/\s+/).slice(0, 8).map(Number))
   const [start, end] = [perCpu(before), perCpu(after)]
   if (start.length === 0 || start.length !== end.length) return undefined
   const deltas = start.map((columns, cpu) => end[cpu]!.map((value, column) => value - columns[column]!))
@@ -197,7 +210,8 @@ export function spread(values: readonly number[]): Spread | undefined {
 
 const byKey = (results: readonly TargetResult[], key: TargetKey) => results.find((result) => result.key === key)
 const cpuTotal = (result: TargetResult | undefined) => cpuPerRequest(result?.cpu, result?.load?.responses)?.total
-const difference = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : a - b)
+const difference = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined ? undefined : a - b
 
 /** One target's result in each round (`undefined` where a round lacks it), in round order. */
 const ofTarget = (rounds: Rounds, key: TargetKey) => rounds.map((round) => byKey(round, key))
@@ -209,14 +223,19 @@ const ofTarget = (rounds: Rounds, key: TargetKey) => rounds.map((round) => byKey
  * @param results - the target's result in each round, in round order.
  * @returns that result and its round, counted from 1; `undefined` when no round measured the target.
  */
-export function medianRound(results: readonly (TargetResult | undefined)[]): { result: TargetResult; round: number } | undefined {
-  const measured = results.flatMap((result, index) => (result?.load === undefined ? [] : [{ result, round: index + 1, cpu: cpuTotal(result) }]))
+export function medianRound(
+  results: readonly (TargetResult | undefined)[],
+): { result: TargetResult; round: number } | undefined {
+  const measured = results.flatMap((result, index) =>
+    result?.load === undefined ? [] : [{ result, round: index + 1, cpu: cpuTotal(result) }],
+  )
   const withCpu = measured.filter((each) => each.cpu !== undefined).sort((a, b) => a.cpu! - b.cpu!)
   const chosen = withCpu.length === 0 ? measured[0] : withCpu[(withCpu.length - 1) >> 1]
   return chosen === undefined ? undefined : { result: chosen.result, round: chosen.round }
 }
 
-const number = (value: number, digits = 0): string => value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
+const number = (value: number, digits = 0): string =>
+  value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
 const ms = (value: number): string => number(value, value >= 100 ? 0 : 2)
 const twoDigits = (value: number): string => number(value, 2)
 /** With its sign: `+1.5`, `−3.0`, `0.0`. */
@@ -244,21 +263,58 @@ const spreadText = (figures: Spread, format: (value: number) => string, note?: s
   `${format(figures.median)} (${format(figures.min)}–${format(figures.max)}${note === undefined ? '' : `; ${note}`})`
 
 /** `k of n rounds` when fewer than all `rounds` gave a figure. */
-const partial = (count: number, rounds: Rounds) => (count < rounds.length ? `${count} of ${rounds.length} rounds` : undefined)
+const partial = (count: number, rounds: Rounds) =>
+  count < rounds.length ? `${count} of ${rounds.length} rounds` : undefined
 
 /**
  * The figures of the service against the design floor and the raw ceiling: no
  * target, no verdict (the floor targets are retired); each taken within a round.
  */
-export const FLOOR_FIGURES: readonly { readonly figure: string; readonly measure: RoundFigure; readonly format: (value: number) => string }[] = [
-  { figure: "server CPU per request ÷ design floor's", measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'floor'))), format: twoDigits },
-  { figure: "server CPU per request ÷ raw ceiling's", measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'raw'))), format: twoDigits },
-  { figure: "p99 latency ÷ design floor's", measure: (result, round) => ratio(result.load?.latencyMs.p99, byKey(round, 'floor')?.load?.latencyMs.p99), format: twoDigits },
-  { figure: "p99 latency in the warm-up ÷ design floor's", measure: (result, round) => ratio(result.warmupP99Ms, byKey(round, 'floor')?.warmupP99Ms), format: twoDigits },
-  { figure: "peak RSS − design floor's, MB", measure: (result, round) => difference(result.peakRssMb, byKey(round, 'floor')?.peakRssMb), format: signed(1) },
-  { figure: "ready on existing data ÷ raw ceiling's", measure: (result, round) => ratio(result.readyMs, byKey(round, 'raw')?.readyMs), format: twoDigits },
-  { figure: "ready on existing data − design floor's, ms", measure: (result, round) => difference(result.readyMs, byKey(round, 'floor')?.readyMs), format: signed(0) },
-  { figure: "instructions per request ÷ design floor's", measure: (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest), format: twoDigits },
+export const FLOOR_FIGURES: readonly {
+  readonly figure: string
+  readonly measure: RoundFigure
+  readonly format: (value: number) => string
+}[] = [
+  {
+    figure: "server CPU per request ÷ design floor's",
+    measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'floor'))),
+    format: twoDigits,
+  },
+  {
+    figure: "server CPU per request ÷ raw ceiling's",
+    measure: (result, round) => ratio(cpuTotal(result), cpuTotal(byKey(round, 'raw'))),
+    format: twoDigits,
+  },
+  {
+    figure: "p99 latency ÷ design floor's",
+    measure: (result, round) => ratio(result.load?.latencyMs.p99, byKey(round, 'floor')?.load?.latencyMs.p99),
+    format: twoDigits,
+  },
+  {
+    figure: "p99 latency in the warm-up ÷ design floor's",
+    measure: (result, round) => ratio(result.warmupP99Ms, byKey(round, 'floor')?.warmupP99Ms),
+    format: twoDigits,
+  },
+  {
+    figure: "peak RSS − design floor's, MB",
+    measure: (result, round) => difference(result.peakRssMb, byKey(round, 'floor')?.peakRssMb),
+    format: signed(1),
+  },
+  {
+    figure: "ready on existing data ÷ raw ceiling's",
+    measure: (result, round) => ratio(result.readyMs, byKey(round, 'raw')?.readyMs),
+    format: twoDigits,
+  },
+  {
+    figure: "ready on existing data − design floor's, ms",
+    measure: (result, round) => difference(result.readyMs, byKey(round, 'floor')?.readyMs),
+    format: signed(0),
+  },
+  {
+    figure: "instructions per request ÷ design floor's",
+    measure: (result, round) => ratio(result.instructions?.perRequest, byKey(round, 'floor')?.instructions?.perRequest),
+    format: twoDigits,
+  },
 ]
 
 /** The service targets shown against the floor and the ceiling, when measured. */
@@ -270,7 +326,12 @@ export const COMPARED = ['embedded', 'baseline', 'postgres'] as const satisfies 
  * @returns like `1.12 (1.05–1.30)`, with `; 3 of 5 rounds` when some rounds gave
  *   none; `n/a` when none did.
  */
-export function overRounds(measure: RoundFigure, format: (value: number) => string, key: TargetKey, rounds: Rounds): string {
+export function overRounds(
+  measure: RoundFigure,
+  format: (value: number) => string,
+  key: TargetKey,
+  rounds: Rounds,
+): string {
   const values = perRound(rounds, key, measure)
   const figures = spread(values)
   return figures === undefined ? 'n/a' : spreadText(figures, format, partial(values.length, rounds))
@@ -316,10 +377,34 @@ export interface AbFigure {
 
 /** The A/B figures and their thresholds, judged on the median of the rounds. */
 export const AB_FIGURES: readonly AbFigure[] = [
-  { figure: 'server CPU per create, working tree ÷ baseline', threshold: '≤ 1.10 ×', measure: (a, b) => ratio(cpuTotal(a), cpuTotal(b)), met: (value) => value <= 1.1, format: twoDigits },
-  { figure: 'p99 latency, working tree ÷ baseline', threshold: '≤ 1.25 ×', measure: (a, b) => ratio(a.load?.latencyMs.p99, b.load?.latencyMs.p99), met: (value) => value <= 1.25, format: twoDigits },
-  { figure: 'peak RSS, working tree − baseline, MB', threshold: '≤ +15 MB', measure: (a, b) => difference(a.peakRssMb, b.peakRssMb), met: (value) => value <= 15, format: signed(1) },
-  { figure: 'ready on existing data, working tree − baseline, ms', threshold: '≤ +150 ms', measure: (a, b) => difference(a.readyMs, b.readyMs), met: (value) => value <= 150, format: signed(0) },
+  {
+    figure: 'server CPU per create, working tree ÷ baseline',
+    threshold: '≤ 1.10 ×',
+    measure: (a, b) => ratio(cpuTotal(a), cpuTotal(b)),
+    met: (value) => value <= 1.1,
+    format: twoDigits,
+  },
+  {
+    figure: 'p99 latency, working tree ÷ baseline',
+    threshold: '≤ 1.25 ×',
+    measure: (a, b) => ratio(a.load?.latencyMs.p99, b.load?.latencyMs.p99),
+    met: (value) => value <= 1.25,
+    format: twoDigits,
+  },
+  {
+    figure: 'peak RSS, working tree − baseline, MB',
+    threshold: '≤ +15 MB',
+    measure: (a, b) => difference(a.peakRssMb, b.peakRssMb),
+    met: (value) => value <= 15,
+    format: signed(1),
+  },
+  {
+    figure: 'ready on existing data, working tree − baseline, ms',
+    threshold: '≤ +150 ms',
+    measure: (a, b) => difference(a.readyMs, b.readyMs),
+    met: (value) => value <= 150,
+    format: signed(0),
+  },
 ]
 
 /** One A/B verdict: the figure of each round that ran both, their median and range, and whether the median meets the threshold. */
@@ -345,7 +430,11 @@ export function abVerdict(figure: AbFigure, rounds: Rounds): AbVerdict {
   const values = perRound.filter((value) => value !== undefined)
   const figures = spread(values)
   if (figures === undefined) return { perRound, measured: 'n/a', met: undefined }
-  return { perRound, measured: spreadText(figures, figure.format, partial(values.length, rounds)), met: figure.met(figures.median) }
+  return {
+    perRound,
+    measured: spreadText(figures, figure.format, partial(values.length, rounds)),
+    met: figure.met(figures.median),
+  }
 }
 
 function osName(): string {
@@ -374,7 +463,9 @@ function machineSection(date: Date, settings: RunSettings): string {
 function instructionsCell(instructions: Instructions | undefined): string {
   if (instructions === undefined) return 'n/a'
   const value = number(instructions.perRequest)
-  return instructions.range === undefined ? value : `${value} (callgrind rounds ${number(instructions.range[0])}–${number(instructions.range[1])}, ${number(instructions.responses ?? 0)} requests)`
+  return instructions.range === undefined
+    ? value
+    : `${value} (callgrind rounds ${number(instructions.range[0])}–${number(instructions.range[1])}, ${number(instructions.responses ?? 0)} requests)`
 }
 
 /** One row of the Results table: `result`, measured in `round`. */
@@ -383,7 +474,8 @@ function resultRow(result: TargetResult, round: number): string {
   const other = Object.entries(load.statuses).filter(([status]) => !status.startsWith('2'))
   const detail = other.length === 0 ? '' : ` (${other.map(([status, count]) => `${status}: ${count}`).join(', ')})`
   const cpu = cpuPerRequest(result.cpu, load.responses)
-  const stored = result.storedRows === undefined ? '' : ` / ${number(Math.max(0, okResponses(load) - result.storedRows))}`
+  const stored =
+    result.storedRows === undefined ? '' : ` / ${number(Math.max(0, okResponses(load) - result.storedRows))}`
   const mb = (value: number | undefined) => (value === undefined ? 'n/a' : number(value, 1))
   return (
     `| ${result.title} | ${round} | ${number(load.requestsPerSecond)} | ${ms(load.latencyMs.p50)} / ${ms(load.latencyMs.p99)} / ${ms(load.latencyMs.max)} | ` +
@@ -413,7 +505,11 @@ function resultsSection(rounds: Rounds): string[] {
 }
 
 /** Figures of the Rounds table: what is read from one round's result, and how it is shown (one precision per column). */
-const ROUND_FIGURES: readonly { readonly heading: string; readonly of: (result: TargetResult) => number | undefined; readonly format: (value: number) => string }[] = [
+const ROUND_FIGURES: readonly {
+  readonly heading: string
+  readonly of: (result: TargetResult) => number | undefined
+  readonly format: (value: number) => string
+}[] = [
   { heading: 'server CPU µs per request', of: cpuTotal, format: (value) => number(value, 1) },
   { heading: 'p99 ms', of: (result) => result.load?.latencyMs.p99, format: (value) => number(value, 1) },
   { heading: 'warm-up p99 ms', of: (result) => result.warmupP99Ms, format: (value) => number(value, 1) },
@@ -421,7 +517,11 @@ const ROUND_FIGURES: readonly { readonly heading: string; readonly of: (result: 
   { heading: 'ready ms', of: (result) => result.readyMs, format: (value) => number(value) },
   { heading: 'req/s', of: (result) => result.load?.requestsPerSecond, format: (value) => number(value) },
   // Group commit's batches during the measured run, from the service's own `/metrics` (not the ablation's: it writes nothing).
-  { heading: 'plants per store transaction', of: (result) => (result.key === 'unstored' ? undefined : result.store?.meanBatch), format: (value) => number(value, 1) },
+  {
+    heading: 'plants per store transaction',
+    of: (result) => (result.key === 'unstored' ? undefined : result.store?.meanBatch),
+    format: (value) => number(value, 1),
+  },
 ]
 
 /** The Rounds table: median and range of each target's figures over the rounds that measured it. */
@@ -451,17 +551,23 @@ function roundsSection(rounds: Rounds): string[] {
 /** Targets whose wrk saturated its core in some rounds (their req/s there is a lower bound), and servers that exited unasked. */
 function runNotes(rounds: Rounds): string[] {
   const exits = TARGET_KEYS.flatMap((key) => {
-    const exited = ofTarget(rounds, key).flatMap((result, index) => (result?.exited === undefined ? [] : [{ round: index + 1, how: result.exited, title: result.title }]))
+    const exited = ofTarget(rounds, key).flatMap((result, index) =>
+      result?.exited === undefined ? [] : [{ round: index + 1, how: result.exited, title: result.title }],
+    )
     return exited.length === 0
       ? []
-      : [`**${exited[0]!.title} exited unasked** in round ${exited.map((each) => each.round).join(', ')} (a fault below; round ${exited[0]!.round}: ${exited[0]!.how.replace(/\|/g, '\\|')}).\n`]
+      : [
+          `**${exited[0]!.title} exited unasked** in round ${exited.map((each) => each.round).join(', ')} (a fault below; round ${exited[0]!.round}: ${exited[0]!.how.replace(/\|/g, '\\|')}).\n`,
+        ]
   })
   return exits.concat(
     TARGET_KEYS.flatMap((key) => {
       const saturated = ofTarget(rounds, key).filter((result) => (result?.load?.generatorCpuPercent ?? 0) >= 90)
       return saturated.length === 0
         ? []
-        : [`wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`]
+        : [
+            `wrk saturated its core against ${saturated[0]!.title} in ${saturated.length} of ${rounds.length} rounds: there, that req/s is a lower bound of what the server can do.\n`,
+          ]
     }),
   )
 }
@@ -516,7 +622,8 @@ function correctnessSection(rounds: Rounds): string[] {
 function abSection(rounds: Rounds, baseline: RunSettings['baseline']): string[] {
   if (measuredTargets(rounds, ['baseline']).length === 0) return []
   const ref = baseline === undefined ? 'the baseline' : `\`${baseline.ref}\``
-  const cell = (verdict: AbVerdict) => (verdict.met === undefined ? 'not measured' : verdict.met ? 'met' : '**not met**')
+  const cell = (verdict: AbVerdict) =>
+    verdict.met === undefined ? 'not measured' : verdict.met ? 'met' : '**not met**'
   const verdicts = AB_FIGURES.map((figure) => ({ figure, verdict: abVerdict(figure, rounds) }))
   return [
     `## Working tree against ${ref}`,
@@ -560,7 +667,9 @@ export function renderResults(date: Date, settings: RunSettings, rounds: Rounds)
     `- Service measured: ${settings.revision}; \`${[...settings.serviceEnvironment, 'node', ...settings.serviceNodeOptions, 'dist/service/server.js'].join(' ')}\` (the image's command) as it ships: \`NODE_ENV=production\`, the default log level (\`info\`, to a pipe this script reads), \`RATE_LIMIT_MAX=1000000000\` (the per-token limit runs but never trips), a fresh temporary \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${settings.databaseUrl}\` (their rows deleted afterwards, by id range).`,
     ...(settings.baseline === undefined
       ? []
-      : [`- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`]),
+      : [
+          `- Baseline: \`${settings.baseline.ref}\`, ${settings.baseline.how}; started exactly as the working tree's service (the same command, environment, load and pinning).`,
+        ]),
     "- Ready: a second start on the data the run left, spawn → first `POST /plants` answered 200 (probed every 5 ms). RSS: `VmRSS` once ready, and the peak (`VmHWM`) after the run. Not stored: 2xx answers minus the rows stored with the measured run's ids.",
     '',
     '## Results',
@@ -593,7 +702,11 @@ export function writeReport(path: string, generated: string, soak: string | unde
   const start = previous.indexOf(SOAK_START)
   const end = previous.indexOf(SOAK_END)
   const keptSoak = start !== -1 && end > start ? previous.slice(start + SOAK_START.length, end).trim() : undefined
-  const soakBody = soak ?? keptSoak ?? 'No soak run yet: `BENCH_SOAK=300 npm run bench` runs one (seconds of steady load).'
+  const soakBody =
+    soak ?? keptSoak ?? 'No soak run yet: `BENCH_SOAK=300 npm run bench` runs one (seconds of steady load).'
   mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, `${generated}\n## Soak\n\n${SOAK_START}\n${soakBody.trim()}\n${SOAK_END}\n\n${handWritten.trimEnd()}\n`)
+  writeFileSync(
+    path,
+    `${generated}\n## Soak\n\n${SOAK_START}\n${soakBody.trim()}\n${SOAK_END}\n\n${handWritten.trimEnd()}\n`,
+  )
 }

@@ -56,11 +56,25 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { join, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { REPO, SERVICE_ENVIRONMENT, SERVICE_ENV_SETTINGS, SERVICE_NODE_OPTIONS } from './image.ts'
-import { callgrindControl, callgrindFigure, callgrindWrapper, chooseCounter, type InstructionCounter, perfCount, type Round } from './instructions.ts'
+import {
+  callgrindControl,
+  callgrindFigure,
+  callgrindWrapper,
+  chooseCounter,
+  type InstructionCounter,
+  perfCount,
+  type Round,
+} from './instructions.ts'
 import { perfNodeOptions, perfRecord, perfSummary } from './on-cpu.ts'
 import { EXPECTED_BODY, jsonHeaders, type LoadSummary, PlantIds, runLoad } from './load.ts'
 import { storeActivity, storeTotals } from './metrics.ts'
-import { assertLoopback, countPostgresRows, postgresUnavailable, removeBenchRows, storedInPostgres } from './postgres.ts'
+import {
+  assertLoopback,
+  countPostgresRows,
+  postgresUnavailable,
+  removeBenchRows,
+  storedInPostgres,
+} from './postgres.ts'
 import { freePort, killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.ts'
 import {
   AB_FIGURES,
@@ -89,7 +103,8 @@ const DESIGN_FLOOR = fileURLToPath(new URL('./design-floor.js', import.meta.url)
 function bounded(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name]
   const value = raw === undefined || raw === '' ? fallback : Number(raw)
-  if (!Number.isInteger(value) || value < min || value > max) throw new Error(`${name} must be an integer from ${min} to ${max}`)
+  if (!Number.isInteger(value) || value < min || value > max)
+    throw new Error(`${name} must be an integer from ${min} to ${max}`)
   return value
 }
 
@@ -104,15 +119,20 @@ const callgrindRoundS = bounded('BENCH_CALLGRIND_ROUND', 10, 1, 600)
 const callgrindBudgetS = bounded('BENCH_CALLGRIND_BUDGET', 900, 10, 7200)
 const baselineRef = process.env.BENCH_BASELINE_REF?.trim() || undefined
 const baselineInstall = (process.env.BENCH_BASELINE_INSTALL ?? 'auto') as InstallMode
-if (!['auto', 'link', 'ci'].includes(baselineInstall)) throw new Error('BENCH_BASELINE_INSTALL must be auto, link or ci')
+if (!['auto', 'link', 'ci'].includes(baselineInstall))
+  throw new Error('BENCH_BASELINE_INSTALL must be auto, link or ci')
 const baselineEntry = process.env.BENCH_BASELINE_ENTRY ?? 'dist/service/server.js'
-const targetNames = (process.env.BENCH_TARGETS ?? [...DEFAULT_TARGETS, ...(baselineRef === undefined ? [] : ['baseline'])].join(','))
+const targetNames = (
+  process.env.BENCH_TARGETS ?? [...DEFAULT_TARGETS, ...(baselineRef === undefined ? [] : ['baseline'])].join(',')
+)
   .split(',')
   .map((name) => name.trim())
   .filter((name) => name !== '')
-for (const name of targetNames) if (!(TARGET_KEYS as readonly string[]).includes(name)) throw new Error(`BENCH_TARGETS: unknown target ${name}`)
+for (const name of targetNames)
+  if (!(TARGET_KEYS as readonly string[]).includes(name)) throw new Error(`BENCH_TARGETS: unknown target ${name}`)
 const targets = new Set(targetNames as TargetKey[])
-if (targets.has('baseline') && baselineRef === undefined) throw new Error('BENCH_TARGETS: target baseline needs BENCH_BASELINE_REF (a git ref)')
+if (targets.has('baseline') && baselineRef === undefined)
+  throw new Error('BENCH_TARGETS: target baseline needs BENCH_BASELINE_REF (a git ref)')
 const databaseUrl = process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 const profileDir = process.env.BENCH_PROFILE ? resolve(process.env.BENCH_PROFILE) : undefined
 const perfDir = process.env.BENCH_PERF ? resolve(process.env.BENCH_PERF) : undefined
@@ -136,7 +156,8 @@ const pinning = pinned
 /** The commit measured, and whether the service's sources differ from it (read-only git). */
 function revision(): string {
   try {
-    const git = (...args: string[]) => execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', timeout: 5000 }).trim()
+    const git = (...args: string[]) =>
+      execFileSync('git', ['-C', REPO, ...args], { encoding: 'utf8', timeout: 5000 }).trim()
     const dirty = git('status', '--porcelain', '--', 'service', 'openapi.yaml') !== ''
     return `commit \`${git('rev-parse', '--short', 'HEAD')}\`${dirty ? ' with uncommitted changes in service/ or openapi.yaml' : ''}`
   } catch {
@@ -150,7 +171,9 @@ let exitCode = 0
 /** Probe: one `POST /plants` with a new id, answered 200 with the Plant. */
 async function probe(url: string): Promise<string | undefined> {
   const answer = await postJson(`${url}/plants`, jsonHeaders(token), ids.body())
-  return answer.status === 200 && answer.body === EXPECTED_BODY ? undefined : `status ${answer.status}: ${answer.body.slice(0, 200)}`
+  return answer.status === 200 && answer.body === EXPECTED_BODY
+    ? undefined
+    : `status ${answer.status}: ${answer.body.slice(0, 200)}`
 }
 
 function freshDataDir(): string {
@@ -172,15 +195,51 @@ interface Spec {
 
 const SPECS: Record<TargetKey, Spec> = {
   raw: { title: 'raw `node:http` (ceiling)', script: RAW_CEILING, store: undefined, service: false, cwd: REPO },
-  durable: { title: 'raw `node:http` + SQLite commit (SQLite durable ceiling)', script: RAW_CEILING, store: 'sqlite', service: false, cwd: REPO },
-  'durable-pg': { title: 'raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)', script: RAW_CEILING, store: 'postgres', service: false, cwd: REPO },
-  floor: { title: 'Fastify + fastify-openapi-glue on the contract, nothing else (design floor)', script: DESIGN_FLOOR, store: undefined, service: false, cwd: REPO },
-  unstored: { title: 'service, database write skipped (ablation)', script: UNSTORED_SERVICE, store: undefined, service: true, cwd: REPO },
+  durable: {
+    title: 'raw `node:http` + SQLite commit (SQLite durable ceiling)',
+    script: RAW_CEILING,
+    store: 'sqlite',
+    service: false,
+    cwd: REPO,
+  },
+  'durable-pg': {
+    title: 'raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)',
+    script: RAW_CEILING,
+    store: 'postgres',
+    service: false,
+    cwd: REPO,
+  },
+  floor: {
+    title: 'Fastify + fastify-openapi-glue on the contract, nothing else (design floor)',
+    script: DESIGN_FLOOR,
+    store: undefined,
+    service: false,
+    cwd: REPO,
+  },
+  unstored: {
+    title: 'service, database write skipped (ablation)',
+    script: UNSTORED_SERVICE,
+    store: undefined,
+    service: true,
+    cwd: REPO,
+  },
   embedded: { title: 'service, embedded store', script: SERVICE, store: 'sqlite', service: true, cwd: REPO },
   postgres: { title: 'service, PostgreSQL', script: SERVICE, store: 'postgres', service: true, cwd: REPO },
   // Its script and working directory are set once the baseline is built (`prepareBaseline` below).
-  baseline: { title: `service at \`${baselineRef}\`, embedded store`, script: '', store: 'sqlite', service: true, cwd: REPO },
-  traced: { title: 'service, embedded store, every create traced (OTLP/HTTP)', script: SERVICE, store: 'sqlite', service: true, cwd: REPO },
+  baseline: {
+    title: `service at \`${baselineRef}\`, embedded store`,
+    script: '',
+    store: 'sqlite',
+    service: true,
+    cwd: REPO,
+  },
+  traced: {
+    title: 'service, embedded store, every create traced (OTLP/HTTP)',
+    script: SERVICE,
+    store: 'sqlite',
+    service: true,
+    cwd: REPO,
+  },
 }
 const baselineDir = targets.has('baseline') ? baselinePlace(REPO) : undefined
 let baseline: Baseline | undefined
@@ -210,14 +269,23 @@ function environment(key: TargetKey, extra: Record<string, string> = {}): Record
   const storage: Record<string, string> = {}
   if (spec.store === 'postgres') storage.DATABASE_URL = databaseUrl
   if (spec.store === 'sqlite' || spec.service) storage.DATA_DIR = freshDataDir()
-  const service: Record<string, string> = spec.service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_ENVIRONMENT } : {}
+  const service: Record<string, string> = spec.service
+    ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_ENVIRONMENT }
+    : {}
   const tracing: Record<string, string> = key === 'traced' ? { OTEL_EXPORTER_OTLP_ENDPOINT: SPAN_SINK } : {}
   return { PLANT_STORE_TOKENS: token, ...service, ...storage, ...tracing, ...extra }
 }
 
 /** What every wrk run against `server` shares: target, token, ids, connections, pinning. */
-const loadTarget = (server: ServerProcess) => ({ url: server.url, token, ids, connections, ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }) })
-const load = (server: ServerProcess, duration: number): Promise<LoadSummary> => runLoad({ ...loadTarget(server), duration })
+const loadTarget = (server: ServerProcess) => ({
+  url: server.url,
+  token,
+  ids,
+  connections,
+  ...(GENERATOR_CORE === undefined ? {} : { core: GENERATOR_CORE, taskset: TASKSET! }),
+})
+const load = (server: ServerProcess, duration: number): Promise<LoadSummary> =>
+  runLoad({ ...loadTarget(server), duration })
 
 type Measured = Pick<TargetResult, 'load' | 'warmupP99Ms' | 'cpu' | 'instructions' | 'peakRssMb' | 'store' | 'exited'>
 
@@ -243,15 +311,22 @@ async function measure(server: ServerProcess, recording: string | undefined): Pr
   const instructionCount = await stopPerf?.()
   await stopRecording?.()
   const store = storeActivity(storeBefore, await storeTotals(server.url))
-  const cpu = cpuBefore === undefined || cpuAfter === undefined ? undefined : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
-  const instructions: Instructions | undefined = instructionCount === undefined || measured.responses === 0 ? undefined : { perRequest: instructionCount / measured.responses, how: 'perf' }
+  const cpu =
+    cpuBefore === undefined || cpuAfter === undefined
+      ? undefined
+      : { user: cpuAfter.user - cpuBefore.user, system: cpuAfter.system - cpuBefore.system }
+  const instructions: Instructions | undefined =
+    instructionCount === undefined || measured.responses === 0
+      ? undefined
+      : { perRequest: instructionCount / measured.responses, how: 'perf' }
   if (recording !== undefined) {
     const cpuUs = cpuPerRequest(cpu, measured.responses)?.total.toFixed(1) ?? 'unknown'
     const header = `# ${recording}.data: ${measured.responses} responses in ${durationS} s; server CPU ${cpuUs} µs per request; shares are % of the samples`
     writeFileSync(`${recording}.txt`, perfSummary(`${recording}.data`, header))
   }
   const ended = server.exitStatus()
-  const exited = ended === undefined ? undefined : `${ended}: ${server.output().trim().replace(/\s+/g, ' ').slice(-300)}`
+  const exited =
+    ended === undefined ? undefined : `${ended}: ${server.output().trim().replace(/\s+/g, ' ').slice(-300)}`
   return {
     load: measured,
     warmupP99Ms: warmup?.latencyMs.p99,
@@ -264,7 +339,11 @@ async function measure(server: ServerProcess, recording: string | undefined): Pr
 }
 
 /** Rows stored with the measured run's ids, for the targets that store. */
-async function storedRows(key: TargetKey, env: Record<string, string>, measured: LoadSummary): Promise<number | undefined> {
+async function storedRows(
+  key: TargetKey,
+  env: Record<string, string>,
+  measured: LoadSummary,
+): Promise<number | undefined> {
   const store = SPECS[key].store
   // The baseline's store may be laid out otherwise than the working tree's: uncounted then, not failed.
   if (key === 'baseline') {
@@ -306,7 +385,11 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
     const readyRssMb = first.rssMb()
     try {
       if (store === 'postgres' && !(await storedInPostgres(databaseUrl, ids.base + ids.issued - 1n))) {
-        return { key, title, notRun: 'it answered, but its row is not in PostgreSQL: DATABASE_URL is not supported by this build' }
+        return {
+          key,
+          title,
+          notRun: 'it answered, but its row is not in PostgreSQL: DATABASE_URL is not supported by this build',
+        }
       }
       measured = await measure(first, perfDir === undefined ? undefined : join(perfDir, `${key}-${round}`))
     } finally {
@@ -314,9 +397,24 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
       if (stopped.killed) process.stderr.write(`${title}: did not stop within 10 s of SIGTERM; killed\n`)
     }
     const rows = await storedRows(key, env, measured.load!)
-    const again = await startServer({ nodeArgs: nodeOptions, script, cwd, env, port: await freePort(), core: SERVER_CORE, probe })
+    const again = await startServer({
+      nodeArgs: nodeOptions,
+      script,
+      cwd,
+      env,
+      port: await freePort(),
+      core: SERVER_CORE,
+      probe,
+    })
     await again.stop()
-    return { key, title, readyRssMb, ...measured, readyMs: again.readyMs, ...(rows === undefined ? {} : { storedRows: rows }) }
+    return {
+      key,
+      title,
+      readyRssMb,
+      ...measured,
+      readyMs: again.readyMs,
+      ...(rows === undefined ? {} : { storedRows: rows }),
+    }
   } catch (error) {
     return { key, title, notRun: `failed: ${(error as Error).message.replace(/\s+/g, ' ').slice(0, 300)}` }
   }
@@ -363,12 +461,19 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
       )
     }, callgrindRoundS * 1000)
     try {
-      await runLoad({ ...loadTarget(server), duration: seconds, timeoutS: 60, onProgress: (responses) => (answered = responses) })
+      await runLoad({
+        ...loadTarget(server),
+        duration: seconds,
+        timeoutS: 60,
+        onProgress: (responses) => (answered = responses),
+      })
     } finally {
       clearInterval(timer)
     }
     const figure = callgrindFigure(rounds)
-    return figure === undefined ? 'fewer than two rounds of answered requests under callgrind' : { how: 'callgrind', ...figure }
+    return figure === undefined
+      ? 'fewer than two rounds of answered requests under callgrind'
+      : { how: 'callgrind', ...figure }
   } finally {
     await server.stop(30_000)
   }
@@ -376,12 +481,25 @@ async function callgrindRun(key: TargetKey): Promise<Instructions | string> {
 
 async function soak(): Promise<string> {
   process.stdout.write(`soak: ${soakS} s at ${soakRate} req/s against the embedded service …\n`)
-  const server = await startServer({ nodeArgs: SERVICE_NODE_OPTIONS, script: SERVICE, env: environment('embedded'), port: await freePort(), core: SERVER_CORE, probe })
+  const server = await startServer({
+    nodeArgs: SERVICE_NODE_OPTIONS,
+    script: SERVICE,
+    env: environment('embedded'),
+    port: await freePort(),
+    core: SERVER_CORE,
+    probe,
+  })
   try {
     const loadAtStart = loadavg()[0] ?? 0
     const samples = await runSoak({ server, token, ids, connections: soakConnections, seconds: soakS, rate: soakRate })
     const loadAverage = [loadAtStart, loadavg()[0] ?? 0] as const
-    return renderSoak(new Date(), { connections: soakConnections, seconds: soakS, rate: soakRate }, samples, `Service: ${serviceRevision}. Pinning: ${pinning}`, loadAverage)
+    return renderSoak(
+      new Date(),
+      { connections: soakConnections, seconds: soakS, rate: soakRate },
+      samples,
+      `Service: ${serviceRevision}. Pinning: ${pinning}`,
+      loadAverage,
+    )
   } catch (error) {
     exitCode = 1
     return `Run ${new Date().toISOString()} (${soakS} s at ${soakRate} req/s): **failed**: ${(error as Error).message.replace(/\s+/g, ' ')}`
@@ -395,7 +513,10 @@ async function cleanUp(): Promise<void> {
   killAll()
   for (const dir of temporary) rmSync(dir, { recursive: true, force: true })
   if (baselineDir !== undefined) removeBaseline(baselineDir)
-  if ((targets.has('postgres') || targets.has('durable-pg')) && (await postgresUnavailable(databaseUrl)) === undefined) {
+  if (
+    (targets.has('postgres') || targets.has('durable-pg')) &&
+    (await postgresUnavailable(databaseUrl)) === undefined
+  ) {
     const removed = await removeBenchRows(databaseUrl, ids.base, ids.issued).catch(() => 0)
     if (removed > 0) process.stdout.write(`PostgreSQL: removed this run's ${removed} rows\n`)
   }
@@ -420,7 +541,9 @@ function summary(result: TargetResult, round: number): string {
     `statuses ${JSON.stringify(run.statuses)}, errors ${run.errors}, wrong bodies ${run.wrongBodies}` +
     (result.storedRows === undefined ? '' : `, stored ${result.storedRows}`) +
     `, server CPU ${cpu} per request, wrk CPU ${run.generatorCpuPercent.toFixed(0)} %, peak RSS ${result.peakRssMb?.toFixed(1)} MB, ready on existing data ${result.readyMs?.toFixed(0)} ms` +
-    (result.store === undefined ? '' : `, ${result.store.transactions} store transactions of ${result.store.meanBatch.toFixed(1)} plants`) +
+    (result.store === undefined
+      ? ''
+      : `, ${result.store.transactions} store transactions of ${result.store.meanBatch.toFixed(1)} plants`) +
     (result.exited === undefined ? '\n' : `; EXITED unasked (${result.exited})\n`)
   )
 }
@@ -454,10 +577,15 @@ async function countUnderCallgrind(rounds: Rounds): Promise<Rounds> {
   for (const key of TARGET_KEYS) {
     const measured = rounds.flat().find((result) => result.key === key && result.load !== undefined)
     if (measured === undefined) continue
-    process.stdout.write(`${measured.title}: instructions under callgrind, callgrind rounds of ${callgrindRoundS} s, at most ${callgrindBudgetS} s …\n`)
+    process.stdout.write(
+      `${measured.title}: instructions under callgrind, callgrind rounds of ${callgrindRoundS} s, at most ${callgrindBudgetS} s …\n`,
+    )
     const instructions = await callgrindRun(key).catch((error: Error) => `failed: ${error.message.slice(0, 300)}`)
     if (typeof instructions === 'string') process.stdout.write(`  ${instructions}\n`)
-    else counted = counted.map((round) => round.map((result) => (result.key === key && result.load !== undefined ? { ...result, instructions } : result)))
+    else
+      counted = counted.map((round) =>
+        round.map((result) => (result.key === key && result.load !== undefined ? { ...result, instructions } : result)),
+      )
   }
   return counted
 }
@@ -498,17 +626,23 @@ function baselineWords(built: Baseline): string {
 /** The A/B verdicts on stdout, as the report has them. */
 function printAb(rounds: Rounds): void {
   if (baseline === undefined) return
-  process.stdout.write(`working tree against ${baseline.ref}${baseline.ref.startsWith(baseline.commit) ? '' : ` (${baseline.commit})`}, median (lowest–highest) of ${rounds.length} rounds:\n`)
+  process.stdout.write(
+    `working tree against ${baseline.ref}${baseline.ref.startsWith(baseline.commit) ? '' : ` (${baseline.commit})`}, median (lowest–highest) of ${rounds.length} rounds:\n`,
+  )
   for (const figure of AB_FIGURES) {
     const verdict = abVerdict(figure, rounds)
-    process.stdout.write(`  ${figure.figure}: ${verdict.measured}, ${figure.threshold}: ${verdict.met === undefined ? 'not measured' : verdict.met ? 'met' : 'NOT MET'}\n`)
+    process.stdout.write(
+      `  ${figure.figure}: ${verdict.measured}, ${figure.threshold}: ${verdict.met === undefined ? 'not measured' : verdict.met ? 'met' : 'NOT MET'}\n`,
+    )
   }
 }
 
 try {
   if (baselineDir !== undefined) {
     const cache = resolve(process.env.BENCH_BASELINE_CACHE ?? join(tmpdir(), 'plant-store-baseline-deps'))
-    baseline = prepareBaseline(baselineDir, baselineRef!, baselineInstall, baselineEntry, cache, (line) => process.stdout.write(`${line}\n`))
+    baseline = prepareBaseline(baselineDir, baselineRef!, baselineInstall, baselineEntry, cache, (line) =>
+      process.stdout.write(`${line}\n`),
+    )
     SPECS.baseline = {
       ...SPECS.baseline,
       title: `service at \`${baseline.ref}\`${baseline.ref.startsWith(baseline.commit) ? '' : ` (${baseline.commit})`}, embedded store`,

@@ -36,7 +36,12 @@ interface AutocannonOptions {
   timeout: number
   /** Called with every response body; false counts a mismatch. */
   verifyBody: (body: string) => boolean
-  requests: { method: string; path: string; headers: Record<string, string>; setupRequest: (request: object) => object }[]
+  requests: {
+    method: string
+    path: string
+    headers: Record<string, string>
+    setupRequest: (request: object) => object
+  }[]
 }
 
 /** The part of autocannon's result used here (latency in whole ms). */
@@ -48,7 +53,9 @@ interface AutocannonResult {
   non2xx: number
 }
 
-const autocannon = createRequire(import.meta.url)('autocannon') as (options: AutocannonOptions) => Promise<AutocannonResult>
+const autocannon = createRequire(import.meta.url)('autocannon') as (
+  options: AutocannonOptions,
+) => Promise<AutocannonResult>
 
 /** One window of the soak. */
 export interface SoakSample {
@@ -95,7 +102,14 @@ export async function runSoak(options: SoakOptions): Promise<SoakSample[]> {
       overallRate: options.rate,
       timeout: 10,
       verifyBody: (body) => body === EXPECTED_BODY,
-      requests: [{ method: 'POST', path: '/plants', headers: jsonHeaders(options.token), setupRequest: (request) => ({ ...request, body: options.ids.body() }) }],
+      requests: [
+        {
+          method: 'POST',
+          path: '/plants',
+          headers: jsonHeaders(options.token),
+          setupRequest: (request) => ({ ...request, body: options.ids.body() }),
+        },
+      ],
     })
     const rssMb = options.server.rssMb()
     if (rssMb === undefined) {
@@ -114,7 +128,9 @@ export async function runSoak(options: SoakOptions): Promise<SoakSample[]> {
       non2xx: Math.max(load.non2xx, load.mismatches),
       rssMb,
     })
-    process.stdout.write(`  soak ${samples.at(-1)!.atS} s: ${Math.round(load.requests.average)} req/s, p99 ${load.latency.p99} ms, RSS ${rssMb.toFixed(1)} MB\n`)
+    process.stdout.write(
+      `  soak ${samples.at(-1)!.atS} s: ${Math.round(load.requests.average)} req/s, p99 ${load.latency.p99} ms, RSS ${rssMb.toFixed(1)} MB\n`,
+    )
   }
   return samples
 }
@@ -173,6 +189,9 @@ export function renderSoak(
     '',
     '| at s | req/s | p50 ms | p99 ms | max ms | errors | non-2xx | RSS MB |',
     '|---:|---:|---:|---:|---:|---:|---:|---:|',
-    ...samples.map((s) => `| ${s.atS} | ${Math.round(s.requestsPerSecond)} | ${s.p50Ms} | ${s.p99Ms} | ${s.maxMs} | ${s.errors} | ${s.non2xx} | ${s.rssMb.toFixed(1)} |`),
+    ...samples.map(
+      (s) =>
+        `| ${s.atS} | ${Math.round(s.requestsPerSecond)} | ${s.p50Ms} | ${s.p99Ms} | ${s.maxMs} | ${s.errors} | ${s.non2xx} | ${s.rssMb.toFixed(1)} |`,
+    ),
   ].join('\n')
 }

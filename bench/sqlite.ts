@@ -15,7 +15,9 @@ import { SQLITE_FILE } from '../service/store/sqlite.ts'
 export function countSqliteRows(dataDir: string, from: bigint, count: bigint): number {
   const database = new SQLite(join(dataDir, SQLITE_FILE), { readonly: true, fileMustExist: true })
   try {
-    const row = database.prepare('select count(*) as n from plant where id >= ? and id < ?').get(from, from + count) as { n: number }
+    const row = database
+      .prepare('select count(*) as n from plant where id >= ? and id < ?')
+      .get(from, from + count) as { n: number }
     return Number(row.n)
   } finally {
     database.close()

@@ -56,7 +56,8 @@ function seeded(dataDir: string): void {
   const database = openSqliteFile(join(dataDir, SQLITE_FILE))
   const insert = database.prepare('insert into plant (id, name, tag) values (?, ?, ?) on conflict do nothing')
   database.transaction(() => {
-    for (let index = 0; index < rows; index++) insert.run(BigInt(index + 1), `plant ${index}`, index % 2 === 0 ? 'indoor' : null)
+    for (let index = 0; index < rows; index++)
+      insert.run(BigInt(index + 1), `plant ${index}`, index % 2 === 0 ? 'indoor' : null)
   })()
   database.close()
 }
@@ -65,18 +66,32 @@ const targets: Target[] = targetArguments.map((argument) => {
   const [name, script] = argument.split('=') as [string, string]
   const service = basename(script) === 'server.js'
   const env: Record<string, string> = { PLANT_STORE_TOKENS: token }
-  if (service) Object.assign(env, { NODE_ENV: 'production', ...SERVICE_ENVIRONMENT, DATA_DIR: mkdtempSync(join(tmpdir(), 'plant-store-startup-')) })
+  if (service)
+    Object.assign(env, {
+      NODE_ENV: 'production',
+      ...SERVICE_ENVIRONMENT,
+      DATA_DIR: mkdtempSync(join(tmpdir(), 'plant-store-startup-')),
+    })
   if (env.DATA_DIR !== undefined) temporary.push(env.DATA_DIR)
   return { name, script: resolve(script), nodeArgs: service ? SERVICE_NODE_OPTIONS : [], env, readyMs: [], cpuMs: [] }
 })
 
 async function probe(url: string): Promise<string | undefined> {
   const answer = await postJson(`${url}/plants`, jsonHeaders(token), ids.body())
-  return answer.status === 200 && answer.body === EXPECTED_BODY ? undefined : `status ${answer.status}: ${answer.body.slice(0, 200)}`
+  return answer.status === 200 && answer.body === EXPECTED_BODY
+    ? undefined
+    : `status ${answer.status}: ${answer.body.slice(0, 200)}`
 }
 
 async function start(target: Target): Promise<{ readyMs: number; cpuMs: number }> {
-  const server = await startServer({ nodeArgs: target.nodeArgs, script: target.script, env: target.env, port: await freePort(), core, probe })
+  const server = await startServer({
+    nodeArgs: target.nodeArgs,
+    script: target.script,
+    env: target.env,
+    port: await freePort(),
+    core,
+    probe,
+  })
   const cpu = server.cpuTimes()!
   await server.stop()
   return { readyMs: server.readyMs, cpuMs: (cpu.user + cpu.system) * 1000 }
@@ -104,14 +119,19 @@ const median = (values: readonly number[]): number => {
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2
 }
 const ms = (value: number) => value.toFixed(0)
-const summary = (values: readonly number[]) => `median ${ms(median(values))} ms, range ${ms(Math.min(...values))}–${ms(Math.max(...values))} ms`
+const summary = (values: readonly number[]) =>
+  `median ${ms(median(values))} ms, range ${ms(Math.min(...values))}–${ms(Math.max(...values))} ms`
 for (const target of targets) {
-  process.stdout.write(`${target.name}: ready ${summary(target.readyMs)}; CPU ${summary(target.cpuMs)}; N ${target.readyMs.length}\n`)
+  process.stdout.write(
+    `${target.name}: ready ${summary(target.readyMs)}; CPU ${summary(target.cpuMs)}; N ${target.readyMs.length}\n`,
+  )
 }
 for (const [index, target] of targets.entries()) {
   const before = targets[index - 1]
   if (before === undefined) continue
   const difference = (key: 'readyMs' | 'cpuMs') => summary(target[key].map((value, run) => value - before[key][run]!))
-  process.stdout.write(`${target.name} − ${before.name}, per pair: ready ${difference('readyMs')}; CPU ${difference('cpuMs')}\n`)
+  process.stdout.write(
+    `${target.name} − ${before.name}, per pair: ready ${difference('readyMs')}; CPU ${difference('cpuMs')}\n`,
+  )
 }
 process.stdout.write(`(${rows} plants in each store; ${core === undefined ? 'not pinned' : 'each child on CPU 0'})\n`)

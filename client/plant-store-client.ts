@@ -38,7 +38,11 @@ type JsonBody<Response> = Response extends { content: { 'application/json': infe
  * wait (RFC 9110 §10.2.3), for 401 `WWW-Authenticate` the bearer challenge (RFC 6750 §3).
  */
 export type CreatePlantResult = {
-  [Status in CreatePlantStatus]: { readonly status: Status; readonly body: JsonBody<Responses[Status]>; readonly headers: Headers }
+  [Status in CreatePlantStatus]: {
+    readonly status: Status
+    readonly body: JsonBody<Responses[Status]>
+    readonly headers: Headers
+  }
 }[CreatePlantStatus]
 
 /** The declared statuses at run time; the compiler holds the list to the generated type (none missing, none extra). */
@@ -137,7 +141,10 @@ export class PlantStoreClient {
    *   undeclared status or a body that is not a JSON object).
    */
   async createPlant(plant: NewPlant, init: { readonly signal?: AbortSignal } = {}): Promise<CreatePlantResult> {
-    const signals = [init.signal, this.#timeoutMs === undefined ? undefined : AbortSignal.timeout(this.#timeoutMs)].filter((s) => s !== undefined)
+    const signals = [
+      init.signal,
+      this.#timeoutMs === undefined ? undefined : AbortSignal.timeout(this.#timeoutMs),
+    ].filter((s) => s !== undefined)
     let response: Response
     try {
       response = await fetch(this.#url, {

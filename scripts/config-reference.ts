@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url'
 import { settingsSchema } from '../service/settings.ts'
 
 /** The line before the generated table. */
-export const TABLE_START = '<!-- settings:start: generated from service/settings.ts by `npm run generate:config-docs`; edit the schema, not the table -->'
+export const TABLE_START =
+  '<!-- settings:start: generated from service/settings.ts by `npm run generate:config-docs`; edit the schema, not the table -->'
 /** The line after the generated table. */
 export const TABLE_END = '<!-- settings:end -->'
 
@@ -57,7 +58,9 @@ if (import.meta.main) {
   const current = readFileSync(path, 'utf8')
   const expected = withSettingsTable(current, settingsTable())
   if (current !== expected && check) {
-    console.error(`${path}: the settings table is not service/settings.ts's schema; run \`npm run generate:config-docs\``)
+    console.error(
+      `${path}: the settings table is not service/settings.ts's schema; run \`npm run generate:config-docs\``,
+    )
     process.exitCode = 1
   } else if (current !== expected) {
     writeFileSync(path, expected)

@@ -31,9 +31,12 @@ function unhealthy(reason: string): void {
   process.exitCode = 1
 }
 
-const request = get({ host, port, path, timeout: PROBE_TIMEOUT_MS, headers: { accept: 'application/json' } }, (response) => {
-  response.resume()
-  if (response.statusCode !== 200) unhealthy(`status ${response.statusCode}`)
-})
+const request = get(
+  { host, port, path, timeout: PROBE_TIMEOUT_MS, headers: { accept: 'application/json' } },
+  (response) => {
+    response.resume()
+    if (response.statusCode !== 200) unhealthy(`status ${response.statusCode}`)
+  },
+)
 request.on('timeout', () => request.destroy(new Error(`no answer within ${PROBE_TIMEOUT_MS} ms`)))
 request.on('error', (error) => unhealthy(error.message))

@@ -10,7 +10,10 @@ import { openStore } from '../service/store/database.ts'
 import { migrateToLatest } from '../service/store/migrate.ts'
 
 const config = loadConfig(process.env)
-const store = openStore({ ...config, onConnectionError: (error) => process.stderr.write(`plant-store migrate: connection error: ${error.message}\n`) })
+const store = openStore({
+  ...config,
+  onConnectionError: (error) => process.stderr.write(`plant-store migrate: connection error: ${error.message}\n`),
+})
 try {
   const applied = await migrateToLatest(store)
   process.stdout.write(applied.length === 0 ? 'The store is up to date.\n' : `Applied: ${applied.join(', ')}\n`)

@@ -20,7 +20,10 @@ export type { Operations } from './operations/index.ts'
 export { DOCS_PREFIX } from './plugins/docs.ts'
 
 /** The part of {@link Config} the application reads; the rest is server.ts's. */
-export type AppConfig = Omit<Config, 'host' | 'port' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs' | 'tokenGenerated'>
+export type AppConfig = Omit<
+  Config,
+  'host' | 'port' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs' | 'tokenGenerated'
+>
 
 /** No coercion (openapi.yaml, "Integers"): `exactInt64` reads parameters instead. */
 export const AJV_OPTIONS = {
@@ -35,9 +38,14 @@ function plantStore(): Operations {
 }
 
 /** Ready, not listening. @throws when the contract is invalid or the store cannot be opened or migrated. */
-export async function createApp(config: AppConfig, logger: FastifyServerOptions['logger'] = false, ops: Operations = plantStore()): Promise<FastifyInstance> {
+export async function createApp(
+  config: AppConfig,
+  logger: FastifyServerOptions['logger'] = false,
+  ops: Operations = plantStore(),
+): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, logger))
-  if (config.otelExporterOtlpEndpoint !== undefined) await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
+  if (config.otelExporterOtlpEndpoint !== undefined)
+    await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
   await app.register(http, config)
   await app.register(metrics)
   await app.register(store, config)
@@ -45,7 +53,10 @@ export async function createApp(config: AppConfig, logger: FastifyServerOptions[
   await app.register(protection, { ...config, operationMethods: operationMethods(ops.contract) })
   // Outside production a reply outside its schema fails loudly (500); loaded only then.
   if (config.nodeEnv !== 'production') {
-    const [{ default: responseValidation }, { default: formats }] = await Promise.all([import('@fastify/response-validation'), import('ajv-formats')])
+    const [{ default: responseValidation }, { default: formats }] = await Promise.all([
+      import('@fastify/response-validation'),
+      import('ajv-formats'),
+    ])
     await app.register(responseValidation, { ajv: { plugins: [formats.default, AJV_OPTIONS.onCreate] } })
   }
   await app.register(operations, { config, operations: ops })

@@ -16,15 +16,26 @@ type SettingValue<Schema> = Schema extends { readonly enum: readonly (infer Memb
       : string
 
 type Defaulted<With extends boolean> = {
-  [Name in keyof SettingSchemas]: SettingSchemas[Name] extends { readonly default: unknown } ? (With extends true ? Name : never) : With extends true ? never : Name
+  [Name in keyof SettingSchemas]: SettingSchemas[Name] extends { readonly default: unknown }
+    ? With extends true
+      ? Name
+      : never
+    : With extends true
+      ? never
+      : Name
 }[keyof SettingSchemas]
 
-type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> } & { [Name in Defaulted<false>]?: SettingValue<SettingSchemas[Name]> }
+type Settings = { [Name in Defaulted<true>]: SettingValue<SettingSchemas[Name]> } & {
+  [Name in Defaulted<false>]?: SettingValue<SettingSchemas[Name]>
+}
 
 /** Lists and file names: {@link Config} holds what they mean instead. */
-type Interpreted = 'PLANT_STORE_TOKENS' | 'PLANT_STORE_TOKENS_FILE' | 'DATABASE_URL_FILE' | 'TRUST_PROXY' | 'CORS_ORIGINS'
+type Interpreted =
+  'PLANT_STORE_TOKENS' | 'PLANT_STORE_TOKENS_FILE' | 'DATABASE_URL_FILE' | 'TRUST_PROXY' | 'CORS_ORIGINS'
 
-type CamelCase<Name extends string> = Name extends `${infer Word}_${infer Rest}` ? `${Lowercase<Word>}${Capitalize<CamelCase<Rest>>}` : Lowercase<Name>
+type CamelCase<Name extends string> = Name extends `${infer Word}_${infer Rest}`
+  ? `${Lowercase<Word>}${Capitalize<CamelCase<Rest>>}`
+  : Lowercase<Name>
 
 type CamelCased<T> = { readonly [Name in keyof T as CamelCase<Name & string>]: T[Name] }
 
@@ -60,7 +71,8 @@ function hasPattern(token: string): boolean {
 function keepsStep(window: string): boolean {
   const step = window.charCodeAt(1) - window.charCodeAt(0)
   if (Math.abs(step) > 1) return false
-  for (let index = 2; index < window.length; index++) if (window.charCodeAt(index) - window.charCodeAt(index - 1) !== step) return false
+  for (let index = 2; index < window.length; index++)
+    if (window.charCodeAt(index) - window.charCodeAt(index - 1) !== step) return false
   return true
 }
 
@@ -82,7 +94,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${(error as Error).message}`, { cause: error })
   }
-  const { PLANT_STORE_TOKENS, PLANT_STORE_TOKENS_FILE, DATABASE_URL_FILE, TRUST_PROXY, CORS_ORIGINS, ...plain } = settings
+  const { PLANT_STORE_TOKENS, PLANT_STORE_TOKENS_FILE, DATABASE_URL_FILE, TRUST_PROXY, CORS_ORIGINS, ...plain } =
+    settings
   const tokens = [...splitList(PLANT_STORE_TOKENS), ...readTokenFile(PLANT_STORE_TOKENS_FILE)]
   for (const [index, token] of tokens.entries()) {
     if (!isStrongToken(token)) {
@@ -100,7 +113,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   let tokenGenerated = false
   if (tokens.length === 0) {
     if (plain.NODE_ENV === 'production') {
-      throw new ConfigError('Refusing to start: NODE_ENV=production and no bearer token is configured; set PLANT_STORE_TOKENS or PLANT_STORE_TOKENS_FILE')
+      throw new ConfigError(
+        'Refusing to start: NODE_ENV=production and no bearer token is configured; set PLANT_STORE_TOKENS or PLANT_STORE_TOKENS_FILE',
+      )
     }
     tokens.push(randomBytes(32).toString('base64url'))
     tokenGenerated = true
@@ -112,7 +127,10 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
     tokenGenerated,
     trustProxy: parseTrustProxy(TRUST_PROXY, plain.NODE_ENV),
     corsOrigins: splitList(CORS_ORIGINS),
-    maxConnections: plain.MAX_CONNECTIONS === 0 ? Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, openFileLimit() - RESERVED_FILES)) : plain.MAX_CONNECTIONS,
+    maxConnections:
+      plain.MAX_CONNECTIONS === 0
+        ? Math.max(1, Math.min(DEFAULT_MAX_CONNECTIONS, openFileLimit() - RESERVED_FILES))
+        : plain.MAX_CONNECTIONS,
   }
 }
 
@@ -128,7 +146,10 @@ export function openFileLimit(): number {
 }
 
 function camelCased<T extends object>(settings: T): CamelCased<T> {
-  const named = Object.entries(settings).map(([name, value]) => [name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase()), value])
+  const named = Object.entries(settings).map(([name, value]) => [
+    name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase()),
+    value,
+  ])
   return Object.fromEntries(named) as CamelCased<T>
 }
 
@@ -136,10 +157,14 @@ function camelCased<T extends object>(settings: T): CamelCased<T> {
 function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['trustProxy'] {
   const list = value === 'true' || value === 'false' ? [] : splitList(value)
   if (value !== 'true' && value !== 'false' && (list.length === 0 || !list.every(isAddressOrCidr))) {
-    throw new ConfigError('Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs')
+    throw new ConfigError(
+      'Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs',
+    )
   }
   if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
-    throw new ConfigError("Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is limited and logged by; name the gateway's addresses instead")
+    throw new ConfigError(
+      "Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is limited and logged by; name the gateway's addresses instead",
+    )
   }
   return value === 'true' || value === 'false' ? value === 'true' : list
 }
@@ -174,6 +199,8 @@ function readSecretFile(variable: string, path: string): string {
   try {
     return readFileSync(path, 'utf8')
   } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${variable} cannot be read (${(error as NodeJS.ErrnoException).code})`)
+    throw new ConfigError(
+      `Invalid configuration: ${variable} cannot be read (${(error as NodeJS.ErrnoException).code})`,
+    )
   }
 }

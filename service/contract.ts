@@ -22,7 +22,9 @@ export function loadContractReadings(url: URL = CONTRACT_URL): Contract {
   const parsed = parseDocument(readFileSync(url, 'utf8'), { intAsBigInt: true })
   if (parsed.errors.length > 0) throw parsed.errors[0]
   return {
-    document: parsed.toJS({ reviver: (_key, value) => (typeof value === 'bigint' ? Number(value) : value) }) as OpenApiDocument,
+    document: parsed.toJS({
+      reviver: (_key, value) => (typeof value === 'bigint' ? Number(value) : value),
+    }) as OpenApiDocument,
     exact: parsed.toJS(),
   }
 }
@@ -35,7 +37,9 @@ export function loadContract(url: URL = CONTRACT_URL): OpenApiDocument {
 /** Upper case, sorted, unique: what CORS allows. */
 export function operationMethods(contract: OpenApiDocument): string[] {
   const methods = Object.values(contract.paths).flatMap((item = {}) =>
-    Object.entries(item).flatMap(([method, operation]) => ((operation as { operationId?: string }).operationId === undefined ? [] : [method.toUpperCase()])),
+    Object.entries(item).flatMap(([method, operation]) =>
+      (operation as { operationId?: string }).operationId === undefined ? [] : [method.toUpperCase()],
+    ),
   )
   return [...new Set(methods)].sort()
 }

@@ -80,7 +80,12 @@ export function toErrorResponse(error: unknown): {
   internal: boolean
 } {
   if (error instanceof HttpError) {
-    return { statusCode: error.statusCode, headers: error.headers, body: { error: error.statusCode, message: error.message }, internal: false }
+    return {
+      statusCode: error.statusCode,
+      headers: error.headers,
+      body: { error: error.statusCode, message: error.message },
+      internal: false,
+    }
   }
   if (isClientError(error)) {
     const { statusCode, message } = clientErrorResponse(error)
@@ -97,7 +102,8 @@ export function toErrorResponse(error: unknown): {
 
 /** Closes (RFC 9112 §9.6) when no operation accepted the request or its body is unread, so it holds no `MAX_CONNECTIONS` place. */
 function closeIfUnaccepted(request: FastifyRequest, reply: FastifyReply, statusCode: number): FastifyReply {
-  if (statusCode === 401 || statusCode === 404 || statusCode === 405 || !request.raw.complete) reply.header('connection', 'close')
+  if (statusCode === 401 || statusCode === 404 || statusCode === 405 || !request.raw.complete)
+    reply.header('connection', 'close')
   return reply
 }
 
@@ -109,7 +115,11 @@ export function errorHandler(error: FastifyError, request: FastifyRequest, reply
   } else {
     request.log.info({ statusCode: response.statusCode, reason: response.body.message }, 'request rejected')
   }
-  return closeIfUnaccepted(request, reply, response.statusCode).code(response.statusCode).header('cache-control', 'no-store').headers(response.headers).send(response.body)
+  return closeIfUnaccepted(request, reply, response.statusCode)
+    .code(response.statusCode)
+    .header('cache-control', 'no-store')
+    .headers(response.headers)
+    .send(response.body)
 }
 
 export function notFoundHandler(request: FastifyRequest, reply: FastifyReply): FastifyReply {

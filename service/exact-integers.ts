@@ -88,9 +88,14 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
   const inside = Object.entries(schema.properties ?? {}).flatMap(([name, member]) => int64Paths(member, [...at, name]))
   for (const keyword of UNREAD_KEYWORDS) {
     const where = ['', ...at.map((name) => (name === EACH_ITEM ? 'items' : name)), keyword].join('/')
-    if (JSON.stringify(schema[keyword] ?? null).includes('"format":"int64"')) throw new Error(`An int64 below ${where} cannot be handed over exactly`)
+    if (JSON.stringify(schema[keyword] ?? null).includes('"format":"int64"'))
+      throw new Error(`An int64 below ${where} cannot be handed over exactly`)
   }
-  return [...inside, ...int64Paths(schema.items, [...at, EACH_ITEM]), ...nested.flatMap((member) => int64Paths(member, at))]
+  return [
+    ...inside,
+    ...int64Paths(schema.items, [...at, EACH_ITEM]),
+    ...nested.flatMap((member) => int64Paths(member, at)),
+  ]
 }
 
 function handOver(holder: unknown, path: MemberPath): void {
@@ -119,13 +124,16 @@ export function exactInt64(route: RouteOptions): void {
   if (readers.length > 0) {
     route.preValidation = [
       function readIntegerParameters(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
-        for (const { part, integers } of readers) request[part] = readIntegers({ ...(request[part] as Record<string, unknown>) }, integers)
+        for (const { part, integers } of readers)
+          request[part] = readIntegers({ ...(request[part] as Record<string, unknown>) }, integers)
         done()
       },
       ...[route.preValidation ?? []].flat(),
     ]
   }
-  const handOvers = PARTS.map(({ part, schema: name }) => ({ part, paths: int64Paths(schema[name]) })).filter(({ paths }) => paths.length > 0)
+  const handOvers = PARTS.map(({ part, schema: name }) => ({ part, paths: int64Paths(schema[name]) })).filter(
+    ({ paths }) => paths.length > 0,
+  )
   if (handOvers.length === 0) return
   route.preHandler = [
     ...[route.preHandler ?? []].flat(),

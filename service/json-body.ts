@@ -33,10 +33,12 @@ export function parseJsonBody(body: Uint8Array | string): unknown {
   } catch {
     throw new HttpError(400, 'Body is not valid UTF-8 (RFC 8259 §8.1)')
   }
-  if (nestsDeeperThan(text, MAX_DEPTH)) throw new HttpError(400, `Body nests arrays and objects deeper than ${MAX_DEPTH} levels`)
+  if (nestsDeeperThan(text, MAX_DEPTH))
+    throw new HttpError(400, `Body nests arrays and objects deeper than ${MAX_DEPTH} levels`)
   let sawBigInt = false
   const parseNumber = (literal: string): number | bigint => {
-    if (literal.length > MAX_NUMBER_LENGTH) throw new HttpError(400, `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`)
+    if (literal.length > MAX_NUMBER_LENGTH)
+      throw new HttpError(400, `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`)
     const value = numberOf(literal)
     sawBigInt ||= typeof value === 'bigint'
     return value

@@ -26,7 +26,9 @@ function replySerializer(reply: { statusCode: number }) {
 function redactQuery(query: string): string {
   return query
     .split('&')
-    .map((pair) => (pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=[redacted]` : pair === '' ? pair : '[redacted]'))
+    .map((pair) =>
+      pair.includes('=') ? `${pair.slice(0, pair.indexOf('='))}=[redacted]` : pair === '' ? pair : '[redacted]',
+    )
     .join('&')
 }
 
@@ -47,7 +49,10 @@ const LOG_FLUSH_INTERVAL_MS = 1000
  * 4 KiB, flushed every second and at exit. Synchronous: a slow log reader holds the
  * service instead of growing its memory (docs/operations.md, "Logs").
  */
-export function processLogging(level: string, terminal: boolean): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
+export function processLogging(
+  level: string,
+  terminal: boolean,
+): { options: LoggerOptions & { stream?: DestinationStream }; flush: () => void } {
   if (terminal) return { options: loggerOptions(level, true), flush: () => {} }
   const stdout = destination({ dest: 1, minLength: LOG_BUFFER_BYTES, sync: true })
   setInterval(() => stdout.flush(), LOG_FLUSH_INTERVAL_MS).unref()
@@ -65,7 +70,8 @@ export class RequestLogController extends LogController {
   override incomingRequest(): void {}
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
-    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    if (error)
+      reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }
 }

@@ -25,7 +25,10 @@ try {
   logging.flush()
   if (config.tokenGenerated) {
     // Not logged: a development convenience only.
-    writeSync(1, `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\nSwagger UI: ${address}${DOCS_PREFIX} (Authorize with the token above)\n\n`)
+    writeSync(
+      1,
+      `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\nSwagger UI: ${address}${DOCS_PREFIX} (Authorize with the token above)\n\n`,
+    )
   }
 } catch (error) {
   if (error instanceof ConfigError || error instanceof MigrationError) {

@@ -34,8 +34,12 @@ export function startTracing(endpoint: string): Tracing {
     globalsSet = true
   }
   const provider = new NodeTracerProvider({
-    resource: resourceFromAttributes({ 'service.name': 'plant-store' }).merge(detectResources({ detectors: [envDetector] })),
-    spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: new URL('v1/traces', endpoint.replace(/\/?$/, '/')).href }))],
+    resource: resourceFromAttributes({ 'service.name': 'plant-store' }).merge(
+      detectResources({ detectors: [envDetector] }),
+    ),
+    spanProcessors: [
+      new BatchSpanProcessor(new OTLPTraceExporter({ url: new URL('v1/traces', endpoint.replace(/\/?$/, '/')).href })),
+    ],
   })
   const instrumentation = new FastifyOtelInstrumentation({
     // A span per hook would cost more than it tells.
@@ -54,7 +58,9 @@ export function startTracing(endpoint: string): Tracing {
     app.addHook('onRequest', (request, _reply, done) => {
       const { span } = request.opentelemetry()
       if (span !== null) {
-        span.updateName(request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`)
+        span.updateName(
+          request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`,
+        )
         // Fastify's stand-in logger (no logger configured) has no setBindings.
         const log = request.log as Partial<Pick<Logger, 'setBindings'>>
         const { traceId, spanId } = span.spanContext()
@@ -81,18 +87,23 @@ function batchTracer(tracer: Tracer, dialect: Store['dialect']): BatchTracer {
         .filter((link) => link !== undefined)
         .map((link) => ({ context: link }))
       const attributes = { 'db.system.name': DB_SYSTEM[dialect], 'db.operation.batch.size': contexts.length }
-      return tracer.startActiveSpan('store transaction', { kind: SpanKind.CLIENT, attributes, links }, first!, async (span) => {
-        try {
-          const result = await write()
-          span.end()
-          return result
-        } catch (error) {
-          span.recordException(error as Error)
-          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
-          span.end()
-          throw error
-        }
-      })
+      return tracer.startActiveSpan(
+        'store transaction',
+        { kind: SpanKind.CLIENT, attributes, links },
+        first!,
+        async (span) => {
+          try {
+            const result = await write()
+            span.end()
+            return result
+          } catch (error) {
+            span.recordException(error as Error)
+            span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
+            span.end()
+            throw error
+          }
+        },
+      )
     },
   }
 }

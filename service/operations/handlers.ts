@@ -14,7 +14,9 @@ type Responses<Operation> = Operation extends { responses: infer R } ? R : never
 export type ReplyBodies<Operation> = { [Status in keyof Responses<Operation>]: JsonBody<Responses<Operation>[Status]> }
 
 export type SuccessBody<Operation> = {
-  [Status in keyof Responses<Operation>]: `${Status & (string | number)}` extends `2${string}` ? JsonBody<Responses<Operation>[Status]> : never
+  [Status in keyof Responses<Operation>]: `${Status & (string | number)}` extends `2${string}`
+    ? JsonBody<Responses<Operation>[Status]>
+    : never
 }[keyof Responses<Operation>]
 
 export interface OperationRoute<Operation> {
@@ -30,6 +32,11 @@ export type OperationRequest<Operation> = FastifyRequest<OperationRoute<Operatio
 export type OperationReply<Operation> = FastifyReply<OperationRoute<Operation>>
 
 /** Other statuses than 2xx are thrown (`HttpError`). */
-export type OperationHandler<Operation> = (request: OperationRequest<Operation>, reply: OperationReply<Operation>) => Promise<SuccessBody<Operation> | OperationReply<Operation>>
+export type OperationHandler<Operation> = (
+  request: OperationRequest<Operation>,
+  reply: OperationReply<Operation>,
+) => Promise<SuccessBody<Operation> | OperationReply<Operation>>
 
-export type ServiceHandlers<Operations> = { [OperationId in keyof Operations]: OperationHandler<Operations[OperationId]> }
+export type ServiceHandlers<Operations> = {
+  [OperationId in keyof Operations]: OperationHandler<Operations[OperationId]>
+}

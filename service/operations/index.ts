@@ -18,11 +18,22 @@ export interface Operations {
   readonly service: (parts: ServiceParts) => object
 }
 
-async function operations(app: FastifyInstance, { config, operations }: { config: Pick<AppConfig, 'tokens'>; operations: Operations }): Promise<void> {
+async function operations(
+  app: FastifyInstance,
+  { config, operations }: { config: Pick<AppConfig, 'tokens'>; operations: Operations },
+): Promise<void> {
   const { contract } = operations
-  await app.register(bearerAuth, { keys: [...config.tokens], addHook: false, specCompliance: 'rfc6749', verifyErrorLogLevel: 'debug' })
+  await app.register(bearerAuth, {
+    keys: [...config.tokens],
+    addHook: false,
+    specCompliance: 'rfc6749',
+    verifyErrorLogLevel: 'debug',
+  })
   const security = new Security(app.verifyBearerAuth!) as unknown as SecurityHandlers
-  const service = operations.service({ ...app.plants, metrics: app.metrics }) as Record<string, ((...args: never[]) => unknown) | undefined>
+  const service = operations.service({ ...app.plants, metrics: app.metrics }) as Record<
+    string,
+    ((...args: never[]) => unknown) | undefined
+  >
   addMethodNotAllowed(app, contract)
   await app.register(async (routes) => {
     // The resolver cannot see the dereferenced schemas; onRoute can.

@@ -21,11 +21,14 @@ export class PlantService implements ServiceHandlers<operations> {
   }
 
   /** openapi.yaml, "Retries are safe". @throws {HttpError} 409 on a conflicting id (responses.Conflict); 503 when the store is unavailable. */
-  async createPlant(request: OperationRequest<operations['createPlant']>): Promise<SuccessBody<operations['createPlant']>> {
+  async createPlant(
+    request: OperationRequest<operations['createPlant']>,
+  ): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body
     const plant: PlantRecord = { id: body.id, name: body.name, tag: body.tag ?? null }
     const outcome = await this.parts.writer.save(plant).catch((error: unknown) => {
-      if (error instanceof StoreUnavailableError) throw new ServiceUnavailableError('The store is unavailable; retry later')
+      if (error instanceof StoreUnavailableError)
+        throw new ServiceUnavailableError('The store is unavailable; retry later')
       throw error
     })
     this.parts.metrics.creates.inc({ outcome: outcome.status })

@@ -1,13 +1,23 @@
 /** Each operation's route options from the contract, for glue's `operationResolver`. @module */
 import { METHODS } from 'node:http'
-import type { FastifyInstance, FastifyReply, FastifyRequest, onRequestHookHandler, preValidationHookHandler, RouteOptions } from 'fastify'
+import type {
+  FastifyInstance,
+  FastifyReply,
+  FastifyRequest,
+  onRequestHookHandler,
+  preValidationHookHandler,
+  RouteOptions,
+} from 'fastify'
 import type { OpenAPIV3 } from 'openapi-types'
 import type { OpenApiDocument } from '../contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
 import type { RouteLimits } from '../plugins/protection.ts'
 
 /** glue's security class: one method per security scheme, rejecting a request that fails it. */
-export type SecurityHandlers = Record<string, ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined>
+export type SecurityHandlers = Record<
+  string,
+  ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
+>
 
 /** The Operation Object of `method` (any case) at `path`, as glue names it. */
 export function operationAt(contract: OpenApiDocument, path: string, method: string): OpenAPIV3.OperationObject {
@@ -15,10 +25,17 @@ export function operationAt(contract: OpenApiDocument, path: string, method: str
 }
 
 /** Authentication hooks, before the body is read (OpenAPI 3.1 §4.8.10). @throws {Error} for a scheme `security` has no method for. */
-export function authentication(contract: OpenApiDocument, operation: OpenAPIV3.OperationObject, security: SecurityHandlers, limits: RouteLimits): Array<onRequestHookHandler> {
+export function authentication(
+  contract: OpenApiDocument,
+  operation: OpenAPIV3.OperationObject,
+  security: SecurityHandlers,
+  limits: RouteLimits,
+): Array<onRequestHookHandler> {
   const requirements = (operation.security ?? contract.security ?? []).map((requirement) => Object.keys(requirement))
   if (requirements.length === 0 || requirements.some((schemes) => schemes.length === 0)) return [inviteBody]
-  for (const scheme of requirements.flat()) if (security[scheme] === undefined) throw new Error(`No security handler for the scheme ${scheme} of ${operation.operationId}`)
+  for (const scheme of requirements.flat())
+    if (security[scheme] === undefined)
+      throw new Error(`No security handler for the scheme ${scheme} of ${operation.operationId}`)
   const { countFailedAuthentication, limitToken } = limits
   async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     let failure: unknown
@@ -54,16 +71,29 @@ export function requiredBody(operation: OpenAPIV3.OperationObject): preValidatio
 
 /** 405 with `Allow` (RFC 9110 §15.5.6) before any body is read; HEAD where GET is (RFC 9110 §9.3.2), CONNECT left to plugins/http.ts. */
 export function addMethodNotAllowed(app: FastifyInstance, contract: OpenApiDocument): void {
-  for (const method of METHODS) if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
+  for (const method of METHODS)
+    if (method !== 'CONNECT' && !app.supportedMethods.includes(method)) app.addHttpMethod(method, { hasBody: true })
   const methods = app.supportedMethods
   for (const [path, item = {}] of Object.entries(contract.paths)) {
-    const operations = new Set(methods.filter((method) => (item as Record<string, { operationId?: string } | undefined>)[method.toLowerCase()]?.operationId !== undefined))
+    const operations = new Set(
+      methods.filter(
+        (method) =>
+          (item as Record<string, { operationId?: string } | undefined>)[method.toLowerCase()]?.operationId !==
+          undefined,
+      ),
+    )
     if (operations.has('GET')) operations.add('HEAD')
     const allow = [...operations].sort().join(', ')
     const refuse = async (): Promise<never> => {
       throw new HttpError(405, `Method not allowed; ${path} allows ${allow}`, { allow })
     }
-    const route: RouteOptions = { method: methods.filter((method) => !operations.has(method)), url: path.replace(/{(\w+)}/g, ':$1'), schema: { hide: true }, onRequest: refuse, handler: refuse }
+    const route: RouteOptions = {
+      method: methods.filter((method) => !operations.has(method)),
+      url: path.replace(/{(\w+)}/g, ':$1'),
+      schema: { hide: true },
+      onRequest: refuse,
+      handler: refuse,
+    }
     app.route(route)
   }
 }

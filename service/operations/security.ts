@@ -32,8 +32,12 @@ export class Security {
 /** Refuses `access_token` in the query (RFC 6750 §2.3 allows it, but URLs get logged). @throws {HttpError} 400 (RFC 6750 §3.1). */
 export function refuseTokenInQuery(request: FastifyRequest): void {
   if (Object.hasOwn(request.query as object, 'access_token')) {
-    throw new HttpError(400, 'invalid_request: send the bearer token in the Authorization header, never in the URL (RFC 6750 §2.3)', {
-      'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"`,
-    })
+    throw new HttpError(
+      400,
+      'invalid_request: send the bearer token in the Authorization header, never in the URL (RFC 6750 §2.3)',
+      {
+        'www-authenticate': `Bearer realm="${REALM}", error="invalid_request"`,
+      },
+    )
   }
 }

@@ -20,7 +20,8 @@ async function docs(app: FastifyInstance, { document }: { document: unknown }): 
       uiHooks: {
         onRequest: async (request, reply) => {
           const [path, query] = request.url.split(/\?(.*)/s)
-          if (path === DOCS_PREFIX) return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+          if (path === DOCS_PREFIX)
+            return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
         },
       },
     })

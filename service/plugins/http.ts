@@ -6,7 +6,14 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, HookHandlerDoneFunc
 import fp from 'fastify-plugin'
 import { rememberPeer } from '../client-address.ts'
 import type { Config } from '../config.ts'
-import { CONNECT_REFUSED, clientErrorHandler, errorHandler, HttpError, notFoundHandler, requireHost } from '../errors.ts'
+import {
+  CONNECT_REFUSED,
+  clientErrorHandler,
+  errorHandler,
+  HttpError,
+  notFoundHandler,
+  requireHost,
+} from '../errors.ts'
 import { parseJsonBody, requireUtf8 } from '../json-body.ts'
 import { refuseTokenInQuery } from '../operations/security.ts'
 
@@ -36,7 +43,9 @@ async function http(app: FastifyInstance, config: Pick<Config, 'headersTimeoutMs
   // 100 Continue only once authenticated (operations/routes.ts); Node would send it at once.
   server.on('checkContinue', (request, response) => server.emit('request', request, response))
   // Node would close without an answer.
-  server.on('connect', (_request, socket: Socket) => clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket))
+  server.on('connect', (_request, socket: Socket) =>
+    clientErrorHandler.call(app, new HttpError(400, CONNECT_REFUSED), socket),
+  )
 
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(notFoundHandler)

@@ -52,7 +52,10 @@ async function metrics(app: FastifyInstance): Promise<void> {
   })
   app.addHook('onResponse', function observeRequest(request, reply, done) {
     const route = request.routeOptions.url ?? 'unmatched'
-    metrics.requestDuration.observe({ method: request.method, route, status_code: reply.statusCode }, reply.elapsedTime / 1000)
+    metrics.requestDuration.observe(
+      { method: request.method, route, status_code: reply.statusCode },
+      reply.elapsedTime / 1000,
+    )
     done()
   })
 }

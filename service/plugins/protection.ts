@@ -27,7 +27,14 @@ const API_SECURITY_HEADERS = {
 
 export type ProtectionConfig = Pick<
   Config,
-  'rateLimitMax' | 'rateLimitWindowMs' | 'rateLimitRedisUrl' | 'authFailureLimitMax' | 'authFailureLimitWindowMs' | 'loadShedMaxEventLoopDelayMs' | 'loadShedMaxHeapBytes' | 'corsOrigins'
+  | 'rateLimitMax'
+  | 'rateLimitWindowMs'
+  | 'rateLimitRedisUrl'
+  | 'authFailureLimitMax'
+  | 'authFailureLimitWindowMs'
+  | 'loadShedMaxEventLoopDelayMs'
+  | 'loadShedMaxHeapBytes'
+  | 'corsOrigins'
 >
 
 /** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis when configured. */
@@ -44,7 +51,10 @@ const OVERLOADED = 'The service is overloaded; retry later'
 const SAMPLE_INTERVAL_MS = 1000
 
 /** Security headers, CORS (when origins are configured), under-pressure, and the rate limits as `app.limits`. */
-async function protection(app: FastifyInstance, { operationMethods, ...config }: ProtectionConfig & { operationMethods: readonly string[] }): Promise<void> {
+async function protection(
+  app: FastifyInstance,
+  { operationMethods, ...config }: ProtectionConfig & { operationMethods: readonly string[] },
+): Promise<void> {
   // Built once: @fastify/helmet rebuilds it on every request.
   const securityHeaders = helmet({
     // For Swagger UI; no upgrade-insecure-requests, as the gateway may use plain HTTP.
@@ -102,7 +112,14 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     app.decorate('limits', { limitToken: undefined, countFailedAuthentication: undefined })
     return
   }
-  const redis = config.rateLimitRedisUrl === undefined ? undefined : new (await import('ioredis')).Redis(config.rateLimitRedisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 1000 })
+  const redis =
+    config.rateLimitRedisUrl === undefined
+      ? undefined
+      : new (await import('ioredis')).Redis(config.rateLimitRedisUrl, {
+          lazyConnect: true,
+          maxRetriesPerRequest: 1,
+          connectTimeout: 1000,
+        })
   if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
   await app.register(rateLimit, {
     global: false,
@@ -113,9 +130,23 @@ async function protection(app: FastifyInstance, { operationMethods, ...config }:
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
   app.decorate('limits', {
-    limitToken: config.rateLimitMax === 0 ? undefined : named('limitToken', app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey })),
+    limitToken:
+      config.rateLimitMax === 0
+        ? undefined
+        : named(
+            'limitToken',
+            app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey }),
+          ),
     countFailedAuthentication:
-      config.authFailureLimitMax === 0 ? undefined : failureLimit(app.createRateLimit({ max: config.authFailureLimitMax, timeWindow: config.authFailureLimitWindowMs, keyGenerator: addressKey })),
+      config.authFailureLimitMax === 0
+        ? undefined
+        : failureLimit(
+            app.createRateLimit({
+              max: config.authFailureLimitMax,
+              timeWindow: config.authFailureLimitWindowMs,
+              keyGenerator: addressKey,
+            }),
+          ),
   })
 }
 
@@ -126,12 +157,16 @@ function named<Hook extends (...args: never[]) => unknown>(name: string, hook: H
   return Object.defineProperty(hook, 'name', { value: name })
 }
 
-function failureLimit(limiter: ReturnType<FastifyInstance['createRateLimit']>): (request: FastifyRequest) => Promise<void> {
+function failureLimit(
+  limiter: ReturnType<FastifyInstance['createRateLimit']>,
+): (request: FastifyRequest) => Promise<void> {
   return async (request) => {
     const counted = await limiter(request)
     if (counted.isAllowed || !counted.isExceeded) return
     const seconds = Math.max(1, counted.ttlInSeconds)
-    throw new HttpError(429, `Too many failed authentications from this address; retry in ${seconds} seconds`, { 'retry-after': String(seconds) })
+    throw new HttpError(429, `Too many failed authentications from this address; retry in ${seconds} seconds`, {
+      'retry-after': String(seconds),
+    })
   }
 }
 

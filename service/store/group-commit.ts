@@ -63,7 +63,8 @@ export class GroupCommit {
   private async write(batch: Pending[]): Promise<void> {
     this.inFlight++
     const started = process.hrtime.bigint()
-    const observe = (failed: boolean) => this.options.onBatch?.(batch.length, Number(process.hrtime.bigint() - started) / 1e9, failed)
+    const observe = (failed: boolean) =>
+      this.options.onBatch?.(batch.length, Number(process.hrtime.bigint() - started) / 1e9, failed)
     try {
       const plants = batch.map((pending) => pending.plant)
       const tracer = this.options.tracer

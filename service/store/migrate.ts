@@ -12,14 +12,23 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
     throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
   })
-  const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations }, migrationTableSchema: schema })
+  const migrator = new Migrator({
+    db: store.db,
+    provider: { getMigrations: async () => migrations },
+    migrationTableSchema: schema,
+  })
   const result: MigrationResultSet = await migrator.migrateToLatest()
   if (result.error !== undefined) {
     const message = (result.error as Error).message
     const missing = /previously executed migration (\S+) is missing/.exec(message)
-    throw new MigrationError(missing ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start` : `Migration failed: ${message}`, {
-      cause: result.error,
-    })
+    throw new MigrationError(
+      missing
+        ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start`
+        : `Migration failed: ${message}`,
+      {
+        cause: result.error,
+      },
+    )
   }
   return result.results!.map((migration) => migration.migrationName)
 }

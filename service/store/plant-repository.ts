@@ -8,7 +8,9 @@ export interface PlantRecord {
 }
 
 /** `replayed`: same id and content stored; `conflict`: same id, other content (`stored`). */
-export type SaveOutcome = { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord } | { readonly status: 'conflict'; readonly stored: PlantRecord }
+export type SaveOutcome =
+  | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
+  | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
 /** Nothing was stored; a retry later may succeed. */
 export class StoreUnavailableError extends Error {
@@ -46,7 +48,10 @@ export class PlantRepository {
       .execute()
     const insertedIds = new Set(inserted.map((row) => String(row.id)))
     const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
-    const rows = others.length === 0 ? [] : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
+    const rows =
+      others.length === 0
+        ? []
+        : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
     const existing = new Map(rows.map((row) => [String(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
     const firstSeen = new Set<string>()
     return plants.map((plant) => {

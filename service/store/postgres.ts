@@ -1,6 +1,13 @@
 /** The PostgreSQL store: a bounded `pg` Pool with statement, query and connect timeouts. @module */
 import type pg from 'pg'
-import { Kysely, PostgresDialect, type PostgresPool, type PostgresPoolClient, type PostgresQueryResult, sql } from 'kysely'
+import {
+  Kysely,
+  PostgresDialect,
+  type PostgresPool,
+  type PostgresPoolClient,
+  type PostgresQueryResult,
+  sql,
+} from 'kysely'
 import type { StoreSchema } from './schema.ts'
 import type { Store, StoreOptions } from './store.ts'
 
@@ -17,7 +24,8 @@ function isPostgresUnavailable(error: unknown): boolean {
 }
 
 /** pg's own errors have no code. */
-const PG_UNAVAILABLE = /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|Query read timeout/i
+const PG_UNAVAILABLE =
+  /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|Query read timeout/i
 
 /** Connects on first use; a statement unanswered past `query_timeout` fails as unavailable and its connection is destroyed. */
 export function openPostgres(options: StoreOptions): Store {
@@ -44,7 +52,8 @@ export function openPostgres(options: StoreOptions): Store {
     dialect: 'postgres',
     isUnavailable: isPostgresUnavailable,
     ping: () => sql`select 1`.execute(db).then(() => undefined),
-    migrationSchema: async () => (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema,
+    migrationSchema: async () =>
+      (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema,
     close: () => db.destroy(),
   }
 }

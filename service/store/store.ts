@@ -4,7 +4,10 @@ import type { Config } from '../config.ts'
 import type { StoreSchema } from './schema.ts'
 
 /** `databaseUrl` is a secret, never logged. */
-export interface StoreOptions extends Pick<Config, 'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'> {
+export interface StoreOptions extends Pick<
+  Config,
+  'dataDir' | 'databaseUrl' | 'databasePoolSize' | 'databaseStatementTimeoutMs' | 'databaseConnectTimeoutMs'
+> {
   readonly onConnectionError: (error: Error) => void
   /** Told once per failure, until a write succeeds. */
   readonly onWriteFailure?: ((error: Error) => void) | undefined

@@ -30,7 +30,12 @@ t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones a
 })
 
 /** Writes `request` and gathers the answer until `done` says so, the server closes, or `waitMs` pass. */
-async function until(socket: Socket, request: string, done: (received: string) => boolean, waitMs = 10_000): Promise<{ received: string; closed: boolean }> {
+async function until(
+  socket: Socket,
+  request: string,
+  done: (received: string) => boolean,
+  waitMs = 10_000,
+): Promise<{ received: string; closed: boolean }> {
   let received = ''
   let closed = socket.destroyed
   const settled = new Promise<void>((resolve) => {
@@ -52,34 +57,55 @@ async function until(socket: Socket, request: string, done: (received: string) =
 
 const AUTHORIZED = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
 
-t.test('an error answer to a request no operation accepted, or whose body is unread, ends the connection (RFC 9112 §9.6)', async (t) => {
-  const { url } = await listen(t)
-  const cases: Array<[string, string, number]> = [
-    ['an unknown path', `${requestHead('GET', '/nothing')}\r\n`, 404],
-    ['a method /plants has no operation for', `${requestHead(otherMethod('/plants'), '/plants')}\r\n`, 405],
-    ['a wrong token, its body dripping', `${requestHead('POST', '/plants', { Authorization: 'Bearer wrong', 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{`, 401],
-    ['another media type, its body unread', `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`, 415],
-  ]
-  for (const [what, request, status] of cases) {
+t.test(
+  'an error answer to a request no operation accepted, or whose body is unread, ends the connection (RFC 9112 §9.6)',
+  async (t) => {
+    const { url } = await listen(t)
+    const cases: Array<[string, string, number]> = [
+      ['an unknown path', `${requestHead('GET', '/nothing')}\r\n`, 404],
+      ['a method /plants has no operation for', `${requestHead(otherMethod('/plants'), '/plants')}\r\n`, 405],
+      [
+        'a wrong token, its body dripping',
+        `${requestHead('POST', '/plants', { Authorization: 'Bearer wrong', 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{`,
+        401,
+      ],
+      [
+        'another media type, its body unread',
+        `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`,
+        415,
+      ],
+    ]
+    for (const [what, request, status] of cases) {
+      const socket = await connected({ url })
+      t.teardown(() => socket.destroy())
+      const { received, closed } = await until(socket, request, () => false)
+      t.match(
+        received,
+        new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'),
+        `${what}: ${status}, Connection: close`,
+      )
+      t.ok(closed, `${what}: the server closed the connection`)
+    }
     const socket = await connected({ url })
     t.teardown(() => socket.destroy())
-    const { received, closed } = await until(socket, request, () => false)
-    t.match(received, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), `${what}: ${status}, Connection: close`)
-    t.ok(closed, `${what}: the server closed the connection`)
-  }
-  const socket = await connected({ url })
-  t.teardown(() => socket.destroy())
-  const body = '{"id":1,"name":"Ficus"}'
-  const kept = await until(socket, `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`, (received) => received.endsWith('}'))
-  t.match(kept.received, /^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i, 'a create keeps its connection')
-  t.notOk(kept.closed)
-})
+    const body = '{"id":1,"name":"Ficus"}'
+    const kept = await until(
+      socket,
+      `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`,
+      (received) => received.endsWith('}'),
+    )
+    t.match(kept.received, /^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i, 'a create keeps its connection')
+    t.notOk(kept.closed)
+  },
+)
 
 t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS', async (t) => {
   const { url } = await listen(t, { maxConnections: 20 })
   const idle = await Promise.all(Array.from({ length: 20 }, () => connected({ url })))
   t.teardown(() => idle.forEach((socket) => socket.destroy()))
-  const answers = await Promise.all(idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)))
+  const answers = await Promise.all(
+    idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)),
+  )
   const closed404 = answers.filter(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed)
   t.equal(closed404.length, idle.length, 'each got 404 and was closed')
   t.equal((await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })).statusCode, 200)
@@ -102,19 +128,22 @@ t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9
   t.match(final.received, /HTTP\/1\.1 200 /, 'then 200 for the body')
 })
 
-t.test('no error answer is cached: Cache-Control no-store on 401, 404, 405 and on what the HTTP parser rejects', async (t) => {
-  const { app, url } = await listen(t)
-  for (const request of [
-    { method: 'POST' as const, url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{}' },
-    { method: 'GET' as const, url: '/nowhere' },
-    { method: otherMethod('/plants') as 'GET', url: '/plants' },
-    { method: 'GET' as const, url: '/docs/static/nothing-here.js' },
-  ]) {
-    const response = await app.inject(request)
-    t.ok(response.statusCode >= 400, `${request.method} ${request.url}: ${response.statusCode}`)
-    t.equal(response.headers['cache-control'], 'no-store')
-  }
-  const malformed = await exchange({ url }, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n')
-  t.equal(malformed.statusCode, 400)
-  t.equal(malformed.headers['cache-control'], 'no-store', 'written straight to the socket too')
-})
+t.test(
+  'no error answer is cached: Cache-Control no-store on 401, 404, 405 and on what the HTTP parser rejects',
+  async (t) => {
+    const { app, url } = await listen(t)
+    for (const request of [
+      { method: 'POST' as const, url: '/plants', headers: { 'content-type': 'application/json' }, payload: '{}' },
+      { method: 'GET' as const, url: '/nowhere' },
+      { method: otherMethod('/plants') as 'GET', url: '/plants' },
+      { method: 'GET' as const, url: '/docs/static/nothing-here.js' },
+    ]) {
+      const response = await app.inject(request)
+      t.ok(response.statusCode >= 400, `${request.method} ${request.url}: ${response.statusCode}`)
+      t.equal(response.headers['cache-control'], 'no-store')
+    }
+    const malformed = await exchange({ url }, 'GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n')
+    t.equal(malformed.statusCode, 400)
+    t.equal(malformed.headers['cache-control'], 'no-store', 'written straight to the socket too')
+  },
+)

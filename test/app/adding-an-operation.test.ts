@@ -36,7 +36,11 @@ interface Block {
 
 /** The blocks of `markdown` whose info string names a file. */
 function placedBlocks(markdown: string): Block[] {
-  return [...markdown.matchAll(/^```\w+ (\S+)(?: end of (.+))?\n([\s\S]*?)^```$/gm)].map(([, file, place, text]) => ({ file: file!, place, text: text! }))
+  return [...markdown.matchAll(/^```\w+ (\S+)(?: end of (.+))?\n([\s\S]*?)^```$/gm)].map(([, file, place, text]) => ({
+    file: file!,
+    place,
+    text: text!,
+  }))
 }
 
 /**
@@ -47,7 +51,9 @@ function placedBlocks(markdown: string): Block[] {
 function placed(text: string, block: Block): string {
   const lines = text.split('\n')
   const name = /^class (\w+)$/.exec(block.place!)?.[1]
-  const start = lines.findIndex((line) => (name === undefined ? line === `${block.place}:` : new RegExp(`^export class ${name}\\b`).test(line)))
+  const start = lines.findIndex((line) =>
+    name === undefined ? line === `${block.place}:` : new RegExp(`^export class ${name}\\b`).test(line),
+  )
   const end = lines.findIndex((line, i) => i > start && (name === undefined ? /^[^\s#]/.test(line) : line === '}'))
   if (start < 0 || (end < 0 && name !== undefined)) throw new Error(`${PAGE}: ${block.file} has no ${block.place}`)
   const at = end >= 0 ? end : lines.length - (lines.at(-1) === '' ? 1 : 0)
@@ -59,10 +65,15 @@ function placed(text: string, block: Block): string {
 function node(cwd: string, args: string[]): Promise<{ code: number; output: string; seconds: number }> {
   const started = performance.now()
   return new Promise((resolve) => {
-    execFile(process.execPath, args, { cwd, env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1
-      resolve({ code, output: `${stdout}${stderr}`, seconds: Math.round((performance.now() - started) / 100) / 10 })
-    })
+    execFile(
+      process.execPath,
+      args,
+      { cwd, env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1
+        resolve({ code, output: `${stdout}${stderr}`, seconds: Math.round((performance.now() - started) / 100) / 10 })
+      },
+    )
   })
 }
 
@@ -71,9 +82,13 @@ function nginxMap(conf: string, variable: string): (key: string) => string {
   const body = new RegExp(`\\n\\s*map \\S+ \\${variable} \\{([^}]*)\\}`).exec(conf)?.[1]
   if (body === undefined) throw new Error(`no map of ${variable}`)
   const unquoted = (word: string) => (word.startsWith('"') ? word.slice(1, -1) : word)
-  const entries = [...body.matchAll(/^\s*("[^"]*"|[^\s#]\S*)\s+("[^"]*"|\S+);/gm)].map(([, key, value]) => [unquoted(key!), unquoted(value!)] as const)
+  const entries = [...body.matchAll(/^\s*("[^"]*"|[^\s#]\S*)\s+("[^"]*"|\S+);/gm)].map(
+    ([, key, value]) => [unquoted(key!), unquoted(value!)] as const,
+  )
   const exact = new Map(entries.filter(([key]) => !key.startsWith('~')))
-  const patterns = entries.filter(([key]) => key.startsWith('~')).map(([key, value]) => [new RegExp(key.replace(/^~\*?/, ''), key.startsWith('~*') ? 'i' : ''), value] as const)
+  const patterns = entries
+    .filter(([key]) => key.startsWith('~'))
+    .map(([key, value]) => [new RegExp(key.replace(/^~\*?/, ''), key.startsWith('~*') ? 'i' : ''), value] as const)
   return (key) => exact.get(key) ?? patterns.find(([pattern]) => pattern.test(key))?.[1] ?? exact.get('default') ?? ''
 }
 
@@ -86,7 +101,8 @@ for (const path of COPIED) cpSync(join(ROOT, path), join(copy, path), { recursiv
 symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
 for (const block of blocks) {
   const path = join(copy, block.file)
-  if (block.place === undefined && existsSync(path)) throw new Error(`${PAGE}: ${block.file} is placed as a new file, but the project has one`)
+  if (block.place === undefined && existsSync(path))
+    throw new Error(`${PAGE}: ${block.file} is placed as a new file, but the project has one`)
   mkdirSync(dirname(path), { recursive: true })
   writeFileSync(path, block.place === undefined ? block.text : placed(readFileSync(path, 'utf8'), block))
 }
@@ -95,14 +111,26 @@ if (generated.code !== 0) throw new Error(`npm run generate failed in the copy:\
 
 // The checks the page names run beside the tests below; a type check of the service and the new test.
 const tests = blocks.filter((block) => block.file.startsWith('test/')).map((block) => block.file)
-writeFileSync(join(copy, 'tsconfig.check.json'), JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: true }, include: ['service', ...tests] }))
+writeFileSync(
+  join(copy, 'tsconfig.check.json'),
+  JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: true }, include: ['service', ...tests] }),
+)
 const typecheck = node(copy, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.check.json'])
 const contractLint = node(copy, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', 'openapi.yaml'])
 const compat = node(copy, ['api/check.ts'])
 
 t.test('the page writes the three files it names and a test of the operation, nothing else', async (t) => {
-  t.strictSame(blocks.map((block) => block.file).sort(), ['openapi.yaml', 'service/operations/plant-service.ts', 'service/store/plant-repository.ts', 'test/app/get-plant.test.ts'])
-  t.match(readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8'), /\n {4}getPlant: \{/, 'npm run generate: operations.getPlant')
+  t.strictSame(blocks.map((block) => block.file).sort(), [
+    'openapi.yaml',
+    'service/operations/plant-service.ts',
+    'service/store/plant-repository.ts',
+    'test/app/get-plant.test.ts',
+  ])
+  t.match(
+    readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8'),
+    /\n {4}getPlant: \{/,
+    'npm run generate: operations.getPlant',
+  )
 })
 
 t.test("npm run lint:contract (Redocly's recommended rules) passes on the copy's contract", async (t) => {
@@ -126,7 +154,11 @@ t.test('what follows by itself: 405 with Allow, CORS, the served document; creat
   const app = await build(t, { corsOrigins: ['https://ui.example'] })
   const deleted = await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTHORIZED })
   t.strictSame([deleted.statusCode, deleted.headers.allow, deleted.json().error], [405, 'GET, HEAD', 405])
-  t.equal((await app.inject({ url: '/plants', headers: AUTHORIZED })).headers.allow, 'POST', '/plants itself is unchanged')
+  t.equal(
+    (await app.inject({ url: '/plants', headers: AUTHORIZED })).headers.allow,
+    'POST',
+    '/plants itself is unchanged',
+  )
   const created = await postPlant(app, { id: 1, name: 'Monstera deliciosa', tag: 'indoor' }, { t })
   t.strictSame([created.statusCode, created.json()], [200, { name: 'Monstera deliciosa', tag: 'indoor' }])
   const preflight = await app.inject({
@@ -135,26 +167,34 @@ t.test('what follows by itself: 405 with Allow, CORS, the served document; creat
     headers: { origin: 'https://ui.example', 'access-control-request-method': 'GET' },
   })
   t.strictSame([preflight.statusCode, preflight.headers['access-control-allow-methods']], [204, 'GET, POST'])
-  const document = (await app.inject({ url: '/docs/json' })).json() as { paths: Record<string, Record<string, { operationId?: string }>> }
+  const document = (await app.inject({ url: '/docs/json' })).json() as {
+    paths: Record<string, Record<string, { operationId?: string }>>
+  }
   t.equal(document.paths['/plants/{id}']?.get?.operationId, 'getPlant')
   t.equal(document.paths['/plants']?.post?.operationId, 'createPlant')
 })
 
-t.test("the gateway's own 405 (TRACE, which nginx refuses) says what the service allows on each path of the contract", async (t) => {
-  const allow = nginxMap(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'), '$plant_store_allow')
-  const app = await build(t)
-  const { paths } = parse(readFileSync(join(copy, 'openapi.yaml'), 'utf8')) as { paths: Record<string, unknown> }
-  t.ok(paths['/plants/{id}'])
-  for (const path of Object.keys(paths)) {
-    const url = path.replace(/\{\w+\}/g, '1')
-    const service = await app.inject({ method: 'TRACE', url })
-    t.equal(service.statusCode, 405)
-    t.equal(allow(`:405:${GATEWAY_PREFIX}${url}`), service.headers.allow, `${path}: ${service.headers.allow}`)
-  }
-})
+t.test(
+  "the gateway's own 405 (TRACE, which nginx refuses) says what the service allows on each path of the contract",
+  async (t) => {
+    const allow = nginxMap(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'), '$plant_store_allow')
+    const app = await build(t)
+    const { paths } = parse(readFileSync(join(copy, 'openapi.yaml'), 'utf8')) as { paths: Record<string, unknown> }
+    t.ok(paths['/plants/{id}'])
+    for (const path of Object.keys(paths)) {
+      const url = path.replace(/\{\w+\}/g, '1')
+      const service = await app.inject({ method: 'TRACE', url })
+      t.equal(service.statusCode, 405)
+      t.equal(allow(`:405:${GATEWAY_PREFIX}${url}`), service.headers.allow, `${path}: ${service.headers.allow}`)
+    }
+  },
+)
 
-t.test('the copy type-checks (npm run typecheck): PlantService has getPlant, typed by the generated operations', async (t) => {
-  const { code, output, seconds } = await typecheck
-  t.equal(code, 0, output)
-  t.comment(`tsc took ${seconds} s`)
-})
+t.test(
+  'the copy type-checks (npm run typecheck): PlantService has getPlant, typed by the generated operations',
+  async (t) => {
+    const { code, output, seconds } = await typecheck
+    t.equal(code, 0, output)
+    t.comment(`tsc took ${seconds} s`)
+  },
+)

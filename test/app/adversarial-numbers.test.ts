@@ -46,27 +46,41 @@ async function timed(request: () => Promise<unknown>): Promise<number> {
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
-t.test('an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not delayed', async (t) => {
-  const app = await build(t, { bodyLimit: 4 * SIZE })
+t.test(
+  'an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not delayed',
+  async (t) => {
+    const app = await build(t, { bodyLimit: 4 * SIZE })
 
-  for (const payload of Object.values(ADVERSARIAL)) assertErrorBody(t, await postPlant(app, payload, { t }), 400)
-  t.match((await postPlant(app, ADVERSARIAL['a long fraction']!)).json(), { message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
-  t.equal((await postPlant(app, ORDINARY)).statusCode, 400, 'the baseline is a 400 too')
+    for (const payload of Object.values(ADVERSARIAL)) assertErrorBody(t, await postPlant(app, payload, { t }), 400)
+    t.match((await postPlant(app, ADVERSARIAL['a long fraction']!)).json(), {
+      message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`,
+    })
+    t.equal((await postPlant(app, ORDINARY)).statusCode, 400, 'the baseline is a 400 too')
 
-  const alone: Record<string, number[]> = { ordinary: [] }
-  const beside: Record<string, number[]> = { ordinary: [] }
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const [name, payload] of [['ordinary', ORDINARY], ...Object.entries(ADVERSARIAL)]) {
-      ;(alone[name!] ??= []).push(await timed(() => postPlant(app, payload!)))
-      // The create is sent right after the request under test; both share the event loop.
-      const [, createMs] = await Promise.all([postPlant(app, payload!), timed(() => postPlant(app, { id: nextId++, name: 'Ficus' }))])
-      ;(beside[name!] ??= []).push(createMs)
+    const alone: Record<string, number[]> = { ordinary: [] }
+    const beside: Record<string, number[]> = { ordinary: [] }
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const [name, payload] of [['ordinary', ORDINARY], ...Object.entries(ADVERSARIAL)]) {
+        ;(alone[name!] ??= []).push(await timed(() => postPlant(app, payload!)))
+        // The create is sent right after the request under test; both share the event loop.
+        const [, createMs] = await Promise.all([
+          postPlant(app, payload!),
+          timed(() => postPlant(app, { id: nextId++, name: 'Ficus' })),
+        ])
+        ;(beside[name!] ??= []).push(createMs)
+      }
     }
-  }
-  const baseline = median(alone.ordinary!)
-  const createBaseline = median(beside.ordinary!)
-  for (const name of Object.keys(ADVERSARIAL)) {
-    t.ok(median(alone[name]!) <= SLACK * baseline, `${name}: ${median(alone[name]!).toFixed(1)} ms, ordinary 400 ${baseline.toFixed(1)} ms`)
-    t.ok(median(beside[name]!) <= SLACK * createBaseline, `a create beside ${name}: ${median(beside[name]!).toFixed(1)} ms, beside an ordinary 400 ${createBaseline.toFixed(1)} ms`)
-  }
-})
+    const baseline = median(alone.ordinary!)
+    const createBaseline = median(beside.ordinary!)
+    for (const name of Object.keys(ADVERSARIAL)) {
+      t.ok(
+        median(alone[name]!) <= SLACK * baseline,
+        `${name}: ${median(alone[name]!).toFixed(1)} ms, ordinary 400 ${baseline.toFixed(1)} ms`,
+      )
+      t.ok(
+        median(beside[name]!) <= SLACK * createBaseline,
+        `a create beside ${name}: ${median(beside[name]!).toFixed(1)} ms, beside an ordinary 400 ${createBaseline.toFixed(1)} ms`,
+      )
+    }
+  },
+)

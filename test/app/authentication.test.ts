@@ -17,29 +17,43 @@ const PLANT = '{"id":1,"name":"Fern"}'
 const app = await build(t, { bodyLimit: 1024 })
 
 /** JSON headers with `authorization` as given (none when `undefined`). */
-const sentWith = (authorization: string | undefined, headers: RequestHeaders = {}): RequestHeaders => ({ ...JSON_HEADERS, ...headers, authorization })
-
-t.test('no bearer token is 401 with the challenge and no error code; a wrong one with error="invalid_token", never echoed (RFC 6750 §3.1)', async (t) => {
-  for (const authorization of [undefined, 'Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Bearer']) {
-    const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })
-    t.equal(response.headers['www-authenticate'], CHALLENGE, String(authorization))
-    t.match(response.json(), { error: 401, message: String })
-  }
-  for (const token of [WRONG_TOKEN, TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
-    const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
-    t.equal(response.headers['www-authenticate'], `${CHALLENGE}, error="invalid_token"`, token)
-    t.notMatch(response.body + JSON.stringify(response.headers), token, 'the token is not echoed')
-  }
+const sentWith = (authorization: string | undefined, headers: RequestHeaders = {}): RequestHeaders => ({
+  ...JSON_HEADERS,
+  ...headers,
+  authorization,
 })
 
-t.test('the scheme name is case-insensitive; every configured token is accepted; one no longer configured is refused', async (t) => {
-  for (const authorization of [`bearer ${TOKEN}`, `BEARER ${TOKEN}`, `BeArEr ${TOKEN}`, `Bearer ${OTHER_TOKEN}`]) {
-    t.strictSame((await postPlant(app, PLANT, { t, headers: sentWith(authorization) })).json(), { name: 'Fern' }, authorization)
-  }
-  const rotated = await build(t, { tokens: [OTHER_TOKEN] })
-  t.equal((await postPlant(rotated, PLANT, { t, headers: sentWith(`Bearer ${TOKEN}`) })).statusCode, 401)
-  t.equal((await postPlant(rotated, PLANT, { t, headers: sentWith(`Bearer ${OTHER_TOKEN}`) })).statusCode, 200)
-})
+t.test(
+  'no bearer token is 401 with the challenge and no error code; a wrong one with error="invalid_token", never echoed (RFC 6750 §3.1)',
+  async (t) => {
+    for (const authorization of [undefined, 'Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Bearer']) {
+      const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })
+      t.equal(response.headers['www-authenticate'], CHALLENGE, String(authorization))
+      t.match(response.json(), { error: 401, message: String })
+    }
+    for (const token of [WRONG_TOKEN, TOKEN.slice(0, -1), `${TOKEN}x`, TOKEN.toUpperCase()]) {
+      const response = await postPlant(app, PLANT, { t, headers: sentWith(`Bearer ${token}`) })
+      t.equal(response.headers['www-authenticate'], `${CHALLENGE}, error="invalid_token"`, token)
+      t.notMatch(response.body + JSON.stringify(response.headers), token, 'the token is not echoed')
+    }
+  },
+)
+
+t.test(
+  'the scheme name is case-insensitive; every configured token is accepted; one no longer configured is refused',
+  async (t) => {
+    for (const authorization of [`bearer ${TOKEN}`, `BEARER ${TOKEN}`, `BeArEr ${TOKEN}`, `Bearer ${OTHER_TOKEN}`]) {
+      t.strictSame(
+        (await postPlant(app, PLANT, { t, headers: sentWith(authorization) })).json(),
+        { name: 'Fern' },
+        authorization,
+      )
+    }
+    const rotated = await build(t, { tokens: [OTHER_TOKEN] })
+    t.equal((await postPlant(rotated, PLANT, { t, headers: sentWith(`Bearer ${TOKEN}`) })).statusCode, 401)
+    t.equal((await postPlant(rotated, PLANT, { t, headers: sentWith(`Bearer ${OTHER_TOKEN}`) })).statusCode, 200)
+  },
+)
 
 t.test('authentication comes before the body: an unauthenticated request is 401 whatever its body', async (t) => {
   for (const [what, headers, payload] of [
@@ -51,7 +65,11 @@ t.test('authentication comes before the body: an unauthenticated request is 401 
   ] as const) {
     for (const authorization of [undefined, `Bearer ${WRONG_TOKEN}`]) {
       const response = await postPlant(app, payload, { t, headers: sentWith(authorization, headers) })
-      t.match(response, { statusCode: 401, headers: { 'www-authenticate': /^Bearer realm="plant-store"/ } }, `${what}, ${authorization ?? 'no Authorization'}`)
+      t.match(
+        response,
+        { statusCode: 401, headers: { 'www-authenticate': /^Bearer realm="plant-store"/ } },
+        `${what}, ${authorization ?? 'no Authorization'}`,
+      )
     }
   }
 })

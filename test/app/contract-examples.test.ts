@@ -30,7 +30,9 @@ interface Answer {
 /** The examples of a media type, by name; `$ref`s are not used in openapi.yaml. */
 function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefined): Record<string, unknown> {
   const examples = content?.['application/json']?.examples ?? {}
-  return Object.fromEntries(Object.entries(examples).map(([name, example]) => [name, (example as OpenAPIV3.ExampleObject).value]))
+  return Object.fromEntries(
+    Object.entries(examples).map(([name, example]) => [name, (example as OpenAPIV3.ExampleObject).value]),
+  )
 }
 
 /** Every response example of `POST /plants`, keyed `<response>/<example>`, with the status it is declared for. */
@@ -39,11 +41,15 @@ for (const [status, response] of Object.entries(createPlant.responses)) {
   const ref = (response as OpenAPIV3.ReferenceObject).$ref
   const name = ref === undefined ? status : ref.split('/').pop()!
   const declared = (ref === undefined ? response : contract.components!.responses![name]) as OpenAPIV3.ResponseObject
-  for (const [example, value] of Object.entries(examplesOf(declared.content))) responseExamples.set(`${name}/${example}`, { status: Number(status), value })
+  for (const [example, value] of Object.entries(examplesOf(declared.content)))
+    responseExamples.set(`${name}/${example}`, { status: Number(status), value })
 }
 
 /** The request examples of `createPlant`. */
-const requestExamples = examplesOf((createPlant.requestBody as OpenAPIV3.RequestBodyObject).content) as Record<string, { id: number; name: string; tag?: string }>
+const requestExamples = examplesOf((createPlant.requestBody as OpenAPIV3.RequestBodyObject).content) as Record<
+  string,
+  { id: number; name: string; tag?: string }
+>
 const withTag = requestExamples.withTag!
 
 /** The body the example gateway returns for `status`, from its configuration. */
@@ -84,16 +90,39 @@ const overSocket =
     exchange({ url: (await listen(t, config)).url }, request)
 const WRONG = { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } }
 /** A create on a store that does not answer: 503. */
-const storeDown = async (t: Test) => created(withTag, {}, { databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`, migrateOnStart: false, databaseConnectTimeoutMs: 1000 })(t)
+const storeDown = async (t: Test) =>
+  created(
+    withTag,
+    {},
+    {
+      databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
+      migrateOnStart: false,
+      databaseConnectTimeoutMs: 1000,
+    },
+  )(t)
 
 /** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
-const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Promise<Answer>; expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample }> = {
+const provokers: Record<
+  string,
+  {
+    answer: (t: Test, example: ErrorExample) => Promise<Answer>
+    expected?: (t: Test, example: ErrorExample, answer: Answer) => ErrorExample
+  }
+> = {
   '200/created': { answer: created(withTag) },
   'BadRequest/wrongType': { answer: created({ ...withTag, name: 5 }) },
   'BadRequest/outOfRange': { answer: created('{"id":9223372036854775808,"name":"Monstera deliciosa"}') },
-  'BadRequest/notUtf8': { answer: created(Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])) },
-  'BadRequest/tooDeep': { answer: created(`{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`) },
-  'UnsupportedMediaType/charset': { answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' } }) },
+  'BadRequest/notUtf8': {
+    answer: created(Buffer.from([...Buffer.from('{"id":1,"name":"caf'), 0xe9, ...Buffer.from('"}')])),
+  },
+  'BadRequest/tooDeep': {
+    answer: created(`{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`),
+  },
+  'UnsupportedMediaType/charset': {
+    answer: created(JSON.stringify(withTag), {
+      headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' },
+    }),
+  },
   'Unauthorized/missing': { answer: created(withTag, { headers: { 'content-type': 'application/json' } }) },
   'Conflict/conflict': {
     answer: async (t) => {
@@ -103,7 +132,9 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
     },
   },
   'ContentTooLarge/tooLarge': { answer: created({ ...withTag, name: 'x'.repeat(300) }, {}, { bodyLimit: 256 }) },
-  'UnsupportedMediaType/unsupported': { answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }) },
+  'UnsupportedMediaType/unsupported': {
+    answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }),
+  },
   'TooManyRequests/rateLimited': {
     answer: async (t, example) => {
       const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
@@ -120,8 +151,14 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
     },
     expected: withRetryAfter,
   },
-  'RequestTimeout/timeout': { answer: overSocket(requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }), { headersTimeoutMs: 300 }) },
-  'RequestHeaderFieldsTooLarge/tooLarge': { answer: overSocket(`${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`) },
+  'RequestTimeout/timeout': {
+    answer: overSocket(requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}` }), { headersTimeoutMs: 300 }),
+  },
+  'RequestHeaderFieldsTooLarge/tooLarge': {
+    answer: overSocket(
+      `${requestHead('POST', '/plants', { 'X-Big': 'a'.repeat(17_000), 'Content-Length': '2' })}\r\n{}`,
+    ),
+  },
   'InternalServerError/internal': {
     answer: async (t) => {
       const store = await freshStore(t)
@@ -131,7 +168,9 @@ const provokers: Record<string, { answer: (t: Test, example: ErrorExample) => Pr
     },
   },
   'ServiceUnavailable/storeDown': { answer: storeDown },
-  'BadRequest/unknownMethod': { answer: overSocket(`${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`) },
+  'BadRequest/unknownMethod': {
+    answer: overSocket(`${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`),
+  },
   'BadRequest/connect': { answer: overSocket('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n') },
   'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
   'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
@@ -170,11 +209,19 @@ t.test('each request example of createPlant is stored and answered 200 with its 
 t.test('the header examples are what the service sends', async (t) => {
   const wrongToken = await created(withTag, WRONG)(t)
   const challenge = contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject
-  const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as { examples: string[] }
-  t.strictSame(challengeSchema.examples, [wrongToken.headers['www-authenticate']], 'WWW-Authenticate for a token that is not valid')
+  const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as {
+    examples: string[]
+  }
+  t.strictSame(
+    challengeSchema.examples,
+    [wrongToken.headers['www-authenticate']],
+    'WWW-Authenticate for a token that is not valid',
+  )
 
   const unavailable = await storeDown(t)
-  const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as { examples: number[] }
+  const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as {
+    examples: number[]
+  }
   t.strictSame(retryAfter.examples, [Number(unavailable.headers['retry-after'])], 'Retry-After of a 503')
 })
 
@@ -182,7 +229,10 @@ t.test("the Error schema's examples are among the response examples", async (t) 
   const error = contract.components!.schemas!.Error as OpenAPIV3.SchemaObject
   const errorExamples = [...responseExamples.values()].map(({ value }) => value as ErrorExample)
   const examples = (name: 'error' | 'message') => (error.properties![name] as { examples: unknown[] }).examples
-  const [statuses, messages] = [new Set(errorExamples.map((example) => example.error)), new Set(errorExamples.map((example) => example.message))]
+  const [statuses, messages] = [
+    new Set(errorExamples.map((example) => example.error)),
+    new Set(errorExamples.map((example) => example.message)),
+  ]
   for (const status of examples('error')) t.ok(statuses.has(status as number), `error ${String(status)}`)
   for (const message of examples('message')) t.ok(messages.has(message as string), `message ${String(message)}`)
 })

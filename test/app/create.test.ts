@@ -30,26 +30,39 @@ async function storedRows(id: string): Promise<Row[]> {
   if (store.databaseUrl !== undefined) {
     const client = new pg.Client({ connectionString: store.databaseUrl })
     await client.connect()
-    return (await client.query<Row>('select id::text as id, name, tag from plant where id = $1::bigint', [id]).finally(() => client.end())).rows
+    return (
+      await client
+        .query<Row>('select id::text as id, name, tag from plant where id = $1::bigint', [id])
+        .finally(() => client.end())
+    ).rows
   }
   const db = new SQLite(join(store.dataDir, SQLITE_FILE), { readonly: true })
   try {
     db.defaultSafeIntegers(true)
-    const rows = db.prepare('select id, name, tag from plant where id = ?').all(BigInt(id)) as Array<Omit<Row, 'id'> & { id: bigint }>
+    const rows = db.prepare('select id, name, tag from plant where id = ?').all(BigInt(id)) as Array<
+      Omit<Row, 'id'> & { id: bigint }
+    >
     return rows.map((row) => ({ ...row, id: String(row.id) }))
   } finally {
     db.close()
   }
 }
 
-t.test('the same id with identical content is an idempotent replay: 200 with the stored Plant, stored once', async (t) => {
-  for (const body of [{ id: 4, name: 'Pilea', tag: 'indoor' }, { tag: 'indoor', name: 'Pilea', id: 4 }, '{"id":4,"name":"Pilea","tag":"indoor"}']) {
-    const response = await postPlant(app, body, { t })
-    t.equal(response.statusCode, 200)
-    t.strictSame(response.json(), { name: 'Pilea', tag: 'indoor' })
-  }
-  t.strictSame(await storedRows('4'), [{ id: '4', name: 'Pilea', tag: 'indoor' }])
-})
+t.test(
+  'the same id with identical content is an idempotent replay: 200 with the stored Plant, stored once',
+  async (t) => {
+    for (const body of [
+      { id: 4, name: 'Pilea', tag: 'indoor' },
+      { tag: 'indoor', name: 'Pilea', id: 4 },
+      '{"id":4,"name":"Pilea","tag":"indoor"}',
+    ]) {
+      const response = await postPlant(app, body, { t })
+      t.equal(response.statusCode, 200)
+      t.strictSame(response.json(), { name: 'Pilea', tag: 'indoor' })
+    }
+    t.strictSame(await storedRows('4'), [{ id: '4', name: 'Pilea', tag: 'indoor' }])
+  },
+)
 
 t.test('the same id with other content is a conflict (409 naming the id); the stored plant is kept', async (t) => {
   const conflicts: Array<[string, { name: string; tag?: string }, { name: string; tag?: string }]> = [
@@ -61,37 +74,79 @@ t.test('the same id with other content is a conflict (409 naming the id); the st
   for (const [index, [difference, stored, sent]] of conflicts.entries()) {
     const id = 50 + index
     t.equal((await postPlant(app, { id, ...stored }, { t })).statusCode, 200)
-    t.match((await postPlant(app, { id, ...sent }, { t })).json(), { error: 409, message: new RegExp(`\\bid ${id}\\b`) }, difference)
+    t.match(
+      (await postPlant(app, { id, ...sent }, { t })).json(),
+      { error: 409, message: new RegExp(`\\bid ${id}\\b`) },
+      difference,
+    )
     t.equal((await postPlant(app, { id, ...stored }, { t })).statusCode, 200, 'the first content still replays')
     t.strictSame(await storedRows(String(id)), [{ id: String(id), name: stored.name, tag: stored.tag ?? null }])
   }
 })
 
-t.test('20 concurrent creates of one id: identical ones all 200; different ones one 200 and 19 conflicts; stored once', async (t) => {
-  const identical = await Promise.all(Array.from({ length: 20 }, () => postPlant(app, { id: 6, name: 'Calathea', tag: 'indoor' }, { t })))
-  t.strictSame(new Set(identical.map((response) => response.statusCode)), new Set([200]))
-  t.strictSame(await storedRows('6'), [{ id: '6', name: 'Calathea', tag: 'indoor' }])
-  const names = Array.from({ length: 20 }, (_, index) => `Fern ${index}`)
-  const statuses = (await Promise.all(names.map((name) => postPlant(app, { id: 7, name }, { t })))).map((response) => response.statusCode)
-  t.strictSame([...statuses].sort(), [200, ...Array(19).fill(409)], 'one 200, nineteen 409')
-  const winner = names[statuses.indexOf(200)]!
-  t.strictSame(await storedRows('7'), [{ id: '7', name: winner, tag: null }])
-  t.equal((await postPlant(app, { id: 7, name: winner }, { t })).statusCode, 200, 'the winner replays')
-})
+t.test(
+  '20 concurrent creates of one id: identical ones all 200; different ones one 200 and 19 conflicts; stored once',
+  async (t) => {
+    const identical = await Promise.all(
+      Array.from({ length: 20 }, () => postPlant(app, { id: 6, name: 'Calathea', tag: 'indoor' }, { t })),
+    )
+    t.strictSame(new Set(identical.map((response) => response.statusCode)), new Set([200]))
+    t.strictSame(await storedRows('6'), [{ id: '6', name: 'Calathea', tag: 'indoor' }])
+    const names = Array.from({ length: 20 }, (_, index) => `Fern ${index}`)
+    const statuses = (await Promise.all(names.map((name) => postPlant(app, { id: 7, name }, { t })))).map(
+      (response) => response.statusCode,
+    )
+    t.strictSame([...statuses].sort(), [200, ...Array(19).fill(409)], 'one 200, nineteen 409')
+    const winner = names[statuses.indexOf(200)]!
+    t.strictSame(await storedRows('7'), [{ id: '7', name: winner, tag: null }])
+    t.equal((await postPlant(app, { id: 7, name: winner }, { t })).statusCode, 200, 'the winner replays')
+  },
+)
 
-t.test('ids are exact over the whole int64 range: 2^53 + 1 and 2^53 are two plants, the bounds are stored exactly', async (t) => {
-  for (const id of ['9007199254740993', '9007199254740992', '-9223372036854775808', '9223372036854775807', '9223372036854775806']) {
-    t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} created, no conflict with a rounded neighbour`)
-  }
-  for (const id of ['9007199254740993', '9007199254740992', '-9223372036854775808', '9223372036854775807', '9223372036854775806']) {
-    t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} replayed`)
-    t.equal((await postPlant(app, `{"id":${id},"name":"other"}`, { t })).statusCode, 409, `${id} conflicts`)
-    t.strictSame(await storedRows(id), [{ id, name: `n${id}`, tag: null }])
-  }
-})
+t.test(
+  'ids are exact over the whole int64 range: 2^53 + 1 and 2^53 are two plants, the bounds are stored exactly',
+  async (t) => {
+    for (const id of [
+      '9007199254740993',
+      '9007199254740992',
+      '-9223372036854775808',
+      '9223372036854775807',
+      '9223372036854775806',
+    ]) {
+      t.equal(
+        (await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode,
+        200,
+        `${id} created, no conflict with a rounded neighbour`,
+      )
+    }
+    for (const id of [
+      '9007199254740993',
+      '9007199254740992',
+      '-9223372036854775808',
+      '9223372036854775807',
+      '9223372036854775806',
+    ]) {
+      t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} replayed`)
+      t.equal((await postPlant(app, `{"id":${id},"name":"other"}`, { t })).statusCode, 409, `${id} conflicts`)
+      t.strictSame(await storedRows(id), [{ id, name: `n${id}`, tag: null }])
+    }
+  },
+)
 
 t.test('an id that is not a signed 64-bit integer is 400 naming id', async (t) => {
-  for (const id of ['9223372036854775808', '-9223372036854775809', '18446744073709551616', '1e30', '-1e30', '1.5', '9007199254740993.5']) {
-    t.match((await postPlant(app, `{"id":${id},"name":"Cactus"}`, { t })).json(), { error: 400, message: /\bbody\/id\b/ }, id)
+  for (const id of [
+    '9223372036854775808',
+    '-9223372036854775809',
+    '18446744073709551616',
+    '1e30',
+    '-1e30',
+    '1.5',
+    '9007199254740993.5',
+  ]) {
+    t.match(
+      (await postPlant(app, `{"id":${id},"name":"Cactus"}`, { t })).json(),
+      { error: 400, message: /\bbody\/id\b/ },
+      id,
+    )
   }
 })

@@ -32,19 +32,29 @@ t.test('GET /docs/ is the Swagger UI page, every asset from the service itself',
   t.ok(assets.length > 0, 'the page references assets')
   for (const asset of assets) {
     t.notMatch(asset, /^(?:[a-z]+:)?\/\//i, `${asset} is not on another origin`)
-    const response = await app.inject({ method: 'GET', url: new URL(asset, `http://localhost${DOCS_PREFIX}/`).pathname })
+    const response = await app.inject({
+      method: 'GET',
+      url: new URL(asset, `http://localhost${DOCS_PREFIX}/`).pathname,
+    })
     t.equal(response.statusCode, 200, `${asset} is served`)
   }
 })
 
-t.test('GET /docs/json and /docs/yaml are openapi.yaml, every integer digit for digit, and need no token', async (t) => {
-  for (const [format, type, read] of [
-    ['json', /^application\/json/, (text: string) => parseJson(text, null, parseNumberAndBigInt)],
-    ['yaml', /yaml/, (text: string) => parse(text, { intAsBigInt: true }) as unknown],
-  ] as const) {
-    const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/${format}` })
-    t.match(response, { statusCode: 200, headers: { 'content-type': type, 'www-authenticate': undefined } })
-    t.match(response.body, /\bid"?: 9007199254740993\b|"id":9007199254740993\b/, 'the withoutTag example keeps its id past 2^53')
-    t.strictSame(read(response.body), exactContract, format)
-  }
-})
+t.test(
+  'GET /docs/json and /docs/yaml are openapi.yaml, every integer digit for digit, and need no token',
+  async (t) => {
+    for (const [format, type, read] of [
+      ['json', /^application\/json/, (text: string) => parseJson(text, null, parseNumberAndBigInt)],
+      ['yaml', /yaml/, (text: string) => parse(text, { intAsBigInt: true }) as unknown],
+    ] as const) {
+      const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/${format}` })
+      t.match(response, { statusCode: 200, headers: { 'content-type': type, 'www-authenticate': undefined } })
+      t.match(
+        response.body,
+        /\bid"?: 9007199254740993\b|"id":9007199254740993\b/,
+        'the withoutTag example keeps its id past 2^53',
+      )
+      t.strictSame(read(response.body), exactContract, format)
+    }
+  },
+)

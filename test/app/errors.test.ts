@@ -22,26 +22,39 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
     ['POST', '/plant'],
     ['DELETE', '/nowhere?x=1'],
   ] as const) {
-    assertErrorBody(t, await app.inject({ method, url, headers: JSON_HEADERS, payload: method === 'GET' ? undefined : '{}' }), 404)
+    assertErrorBody(
+      t,
+      await app.inject({ method, url, headers: JSON_HEADERS, payload: method === 'GET' ? undefined : '{}' }),
+      404,
+    )
   }
 })
 
 // Every method Node's parser accepts but CONNECT (a tunnel: 400), on every path of the
 // contract, whatever the body or its media type; HEAD where a path has no GET.
-t.test('every method a path of the contract has no operation for is 405 with Allow and the Error body, before any body is read (RFC 9110 §15.5.6)', async (t) => {
-  t.ok(METHODS.includes('TRACE') && METHODS.includes('QUERY') && METHODS.includes('PROPFIND'))
-  for (const path of paths) {
-    const allow = allowedMethods(path).join(', ')
-    for (const method of METHODS.filter((method) => !['CONNECT', 'HEAD', ...allowedMethods(path)].includes(method))) {
-      for (const body of ['', 'Content-Type: text/plain\r\nContent-Length: 4\r\n\r\nnope']) {
-        const response = await exchange({ url }, `${method} ${examplePath(path)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n${body || '\r\n'}`)
-        t.equal(response.statusCode, 405, `${method} ${path}${body ? ' with a text body' : ''}`)
-        t.equal(response.headers.allow, allow)
-        t.strictSame(JSON.parse(response.body), { error: 405, message: `Method not allowed; ${path} allows ${allow}` })
+t.test(
+  'every method a path of the contract has no operation for is 405 with Allow and the Error body, before any body is read (RFC 9110 §15.5.6)',
+  async (t) => {
+    t.ok(METHODS.includes('TRACE') && METHODS.includes('QUERY') && METHODS.includes('PROPFIND'))
+    for (const path of paths) {
+      const allow = allowedMethods(path).join(', ')
+      for (const method of METHODS.filter((method) => !['CONNECT', 'HEAD', ...allowedMethods(path)].includes(method))) {
+        for (const body of ['', 'Content-Type: text/plain\r\nContent-Length: 4\r\n\r\nnope']) {
+          const response = await exchange(
+            { url },
+            `${method} ${examplePath(path)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n${body || '\r\n'}`,
+          )
+          t.equal(response.statusCode, 405, `${method} ${path}${body ? ' with a text body' : ''}`)
+          t.equal(response.headers.allow, allow)
+          t.strictSame(JSON.parse(response.body), {
+            error: 405,
+            message: `Method not allowed; ${path} allows ${allow}`,
+          })
+        }
       }
+      if (allowedMethods(path).includes('HEAD')) continue
+      const head = await app.inject({ method: 'HEAD', url: examplePath(path) })
+      t.match(head, { statusCode: 405, headers: { allow } }, `HEAD ${path}`)
     }
-    if (allowedMethods(path).includes('HEAD')) continue
-    const head = await app.inject({ method: 'HEAD', url: examplePath(path) })
-    t.match(head, { statusCode: 405, headers: { allow } }, `HEAD ${path}`)
-  }
-})
+  },
+)

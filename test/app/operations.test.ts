@@ -12,67 +12,92 @@ t.test('liveness and readiness answer 200 with no token', async (t) => {
   t.same(ready.json(), { status: 'ready' })
 })
 
-t.test('draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their connection', async (t) => {
-  const app = await build(t)
-  app.startDraining()
-  const ready = await app.inject({ url: '/health/ready' })
-  t.equal(ready.statusCode, 503)
-  t.equal(ready.headers['retry-after'], '1')
-  t.same(ready.json(), { error: 503, message: 'The service is shutting down' })
-  const created = await postPlant(app, { id: 1, name: 'Ficus' })
-  t.equal(created.statusCode, 200)
-  t.equal(created.headers.connection, 'close')
-})
+t.test(
+  'draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their connection',
+  async (t) => {
+    const app = await build(t)
+    app.startDraining()
+    const ready = await app.inject({ url: '/health/ready' })
+    t.equal(ready.statusCode, 503)
+    t.equal(ready.headers['retry-after'], '1')
+    t.same(ready.json(), { error: 503, message: 'The service is shutting down' })
+    const created = await postPlant(app, { id: 1, name: 'Ficus' })
+    t.equal(created.statusCode, 200)
+    t.equal(created.headers.connection, 'close')
+  },
+)
 
-t.test('metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data', async (t) => {
-  const app = await build(t)
-  await postPlant(app, { id: 1, name: 'Secret Orchid' })
-  await postPlant(app, { id: 1, name: 'Secret Orchid' })
-  await postPlant(app, { id: 1, name: 'Other Orchid' })
-  await app.inject({ url: '/nowhere' })
-  const metrics = await app.inject({ url: '/metrics' })
-  t.equal(metrics.statusCode, 200)
-  t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/)
-  const text = metrics.body
-  t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="200"\} 2/)
-  t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="409"\} 1/)
-  t.match(text, /http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} 1/)
-  t.match(text, /plant_store_creates_total\{outcome="created"\} 1/)
-  t.match(text, /plant_store_creates_total\{outcome="replayed"\} 1/)
-  t.match(text, /plant_store_creates_total\{outcome="conflict"\} 1/)
-  t.match(text, /plant_store_store_transaction_seconds_count\{result="ok"\} 3/)
-  t.match(text, /plant_store_group_commit_batch_size_count 3/)
-  t.match(text, /process_cpu_user_seconds_total/)
-  t.match(text, /nodejs_eventloop_lag_seconds/)
-  t.notMatch(text, /Orchid/, 'no plant data')
-})
+t.test(
+  'metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data',
+  async (t) => {
+    const app = await build(t)
+    await postPlant(app, { id: 1, name: 'Secret Orchid' })
+    await postPlant(app, { id: 1, name: 'Secret Orchid' })
+    await postPlant(app, { id: 1, name: 'Other Orchid' })
+    await app.inject({ url: '/nowhere' })
+    const metrics = await app.inject({ url: '/metrics' })
+    t.equal(metrics.statusCode, 200)
+    t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+    const text = metrics.body
+    t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="200"\} 2/)
+    t.match(text, /http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="409"\} 1/)
+    t.match(text, /http_request_duration_seconds_count\{method="GET",route="unmatched",status_code="404"\} 1/)
+    t.match(text, /plant_store_creates_total\{outcome="created"\} 1/)
+    t.match(text, /plant_store_creates_total\{outcome="replayed"\} 1/)
+    t.match(text, /plant_store_creates_total\{outcome="conflict"\} 1/)
+    t.match(text, /plant_store_store_transaction_seconds_count\{result="ok"\} 3/)
+    t.match(text, /plant_store_group_commit_batch_size_count 3/)
+    t.match(text, /process_cpu_user_seconds_total/)
+    t.match(text, /nodejs_eventloop_lag_seconds/)
+    t.notMatch(text, /Orchid/, 'no plant data')
+  },
+)
 
-t.test('request id: a well-formed X-Request-Id is kept, returned, and on every log line of its request; else a new UUID', async (t) => {
-  const { stream, lines } = logSink()
-  const app = await build(t, {}, { level: 'info', stream })
-  const response = await postPlant(app, { id: 1, name: 5 }, { headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' } })
-  t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
-  const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
-  const messages = ofRequest.map((line) => line.msg)
-  t.same(messages, ['request rejected', 'request completed'], 'the rejection as it happens, then one line for the request, with its status and duration')
-  t.match(ofRequest[1], { req: { method: 'POST', url: '/plants' }, res: { statusCode: 400 }, responseTime: Number })
-  const ofSomeRequest = (line: Record<string, unknown>) => line.req !== undefined || line.res !== undefined
-  t.same(lines.filter(ofSomeRequest), ofRequest.filter(ofSomeRequest), 'no other line of a request')
-  const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
-  for (const id of [undefined, 'has spaces and "quotes"', 'x'.repeat(129)]) {
-    t.match((await app.inject({ url: '/health/live', headers: id === undefined ? {} : { 'x-request-id': id } })).headers['x-request-id'], uuid)
-  }
-})
-
-t.test('X-Forwarded-For is believed only from the addresses TRUST_PROXY lists (true and false: protection.test.ts)', async (t) => {
-  for (const [trustProxy, expected] of [
-    [['127.0.0.1'], '203.0.113.7'],
-    [['10.0.0.0/8'], '127.0.0.1'],
-  ] as const) {
+t.test(
+  'request id: a well-formed X-Request-Id is kept, returned, and on every log line of its request; else a new UUID',
+  async (t) => {
     const { stream, lines } = logSink()
-    const app = await build(t, { trustProxy: [...trustProxy] }, { level: 'info', stream })
-    await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
-    const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
-    t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
-  }
-})
+    const app = await build(t, {}, { level: 'info', stream })
+    const response = await postPlant(
+      app,
+      { id: 1, name: 5 },
+      { headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' } },
+    )
+    t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
+    const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
+    const messages = ofRequest.map((line) => line.msg)
+    t.same(
+      messages,
+      ['request rejected', 'request completed'],
+      'the rejection as it happens, then one line for the request, with its status and duration',
+    )
+    t.match(ofRequest[1], { req: { method: 'POST', url: '/plants' }, res: { statusCode: 400 }, responseTime: Number })
+    const ofSomeRequest = (line: Record<string, unknown>) => line.req !== undefined || line.res !== undefined
+    t.same(lines.filter(ofSomeRequest), ofRequest.filter(ofSomeRequest), 'no other line of a request')
+    const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
+    for (const id of [undefined, 'has spaces and "quotes"', 'x'.repeat(129)]) {
+      t.match(
+        (await app.inject({ url: '/health/live', headers: id === undefined ? {} : { 'x-request-id': id } })).headers[
+          'x-request-id'
+        ],
+        uuid,
+      )
+    }
+  },
+)
+
+t.test(
+  'X-Forwarded-For is believed only from the addresses TRUST_PROXY lists (true and false: protection.test.ts)',
+  async (t) => {
+    for (const [trustProxy, expected] of [
+      [['127.0.0.1'], '203.0.113.7'],
+      [['10.0.0.0/8'], '127.0.0.1'],
+    ] as const) {
+      const { stream, lines } = logSink()
+      const app = await build(t, { trustProxy: [...trustProxy] }, { level: 'info', stream })
+      await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
+      const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
+      t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
+    }
+  },
+)

@@ -18,11 +18,20 @@ const WRONG = 'wrong-token-0123456789abcdef'
 
 /** A request from `address` (the socket's, or the gateway's with `forwardedFor`) with `token` (none when undefined), and an `origin`. */
 function from(address: string, token: string | undefined, forwardedFor?: string, origin?: string): PostOptions {
-  return { from: address, headers: { 'content-type': 'application/json', authorization: token && `Bearer ${token}`, 'x-forwarded-for': forwardedFor, origin } }
+  return {
+    from: address,
+    headers: {
+      'content-type': 'application/json',
+      authorization: token && `Bearer ${token}`,
+      'x-forwarded-for': forwardedFor,
+      origin,
+    },
+  }
 }
 
 /** Creates a plant of a new id, sent as `request` says. */
-const send = (app: FastifyInstance, request: PostOptions) => postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, request)
+const send = (app: FastifyInstance, request: PostOptions) =>
+  postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, request)
 
 /** Statuses of the requests, sent one after the other. */
 async function statuses(app: FastifyInstance, requests: PostOptions[]): Promise<number[]> {
@@ -32,35 +41,70 @@ async function statuses(app: FastifyInstance, requests: PostOptions[]): Promise<
 }
 
 /** The addresses of the `request completed` log lines. */
-const loggedAddresses = (lines: Array<Record<string, unknown>>) => lines.filter((line) => line.msg === 'request completed').map((line) => (line.req as { remoteAddress: string }).remoteAddress)
+const loggedAddresses = (lines: Array<Record<string, unknown>>) =>
+  lines
+    .filter((line) => line.msg === 'request completed')
+    .map((line) => (line.req as { remoteAddress: string }).remoteAddress)
 
-t.test('each token has its own budget; past it, 429 with Retry-After and the Error body; authentication comes first', async (t) => {
-  const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
-  const first = await send(app, from('192.0.2.1', TOKEN))
-  t.equal(first.statusCode, 200)
-  t.equal(first.headers['x-ratelimit-remaining'], undefined, 'no budget headers on success')
-  t.equal((await send(app, from('192.0.2.1', TOKEN))).statusCode, 200)
-  const limited = await send(app, from('192.0.2.1', TOKEN))
-  t.equal(limited.statusCode, 429)
-  t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
-  t.same(await statuses(app, [from('192.0.2.1', OTHER_TOKEN), from('192.0.2.1', 'not-a-valid-token-at-all')]), [200, 401], 'another token is not limited; a wrong one is 401')
-})
+t.test(
+  'each token has its own budget; past it, 429 with Retry-After and the Error body; authentication comes first',
+  async (t) => {
+    const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
+    const first = await send(app, from('192.0.2.1', TOKEN))
+    t.equal(first.statusCode, 200)
+    t.equal(first.headers['x-ratelimit-remaining'], undefined, 'no budget headers on success')
+    t.equal((await send(app, from('192.0.2.1', TOKEN))).statusCode, 200)
+    const limited = await send(app, from('192.0.2.1', TOKEN))
+    t.equal(limited.statusCode, 429)
+    t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
+    t.same(
+      await statuses(app, [from('192.0.2.1', OTHER_TOKEN), from('192.0.2.1', 'not-a-valid-token-at-all')]),
+      [200, 401],
+      'another token is not limited; a wrong one is 401',
+    )
+  },
+)
 
-t.test('failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token is never refused by it', async (t) => {
-  const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
-  t.same(await statuses(app, [from('198.51.100.7', WRONG), from('198.51.100.7', undefined), from('198.51.100.7', 'x')]), [401, 401, 401], 'wrong, missing, malformed: 401')
-  // Its body and Retry-After: contract-examples.test.ts.
-  const limited = await send(app, from('198.51.100.7', WRONG))
-  t.match([limited.statusCode, limited.headers['www-authenticate']], [429, undefined], 'the answer is "wait", not "authenticate"')
-  t.equal((await send(app, from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
-  t.same(
-    await statuses(app, [from('198.51.100.7', TOKEN), from('198.51.100.7', WRONG), from('198.51.100.7', TOKEN), from('198.51.100.7', TOKEN), from('198.51.100.7', TOKEN)]),
-    [200, 429, 200, 200, 429],
-    'the right token is served between the failures, until its own budget of 3 is spent',
-  )
-  t.match((await send(app, from('198.51.100.7', TOKEN))).json(), { error: 429, message: /^Rate limit exceeded/ }, 'that 429 is the per-token limit')
-  t.equal((await send(app, from('198.51.100.7', OTHER_TOKEN))).statusCode, 200, 'another token from the same address is served')
-})
+t.test(
+  'failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token is never refused by it',
+  async (t) => {
+    const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
+    t.same(
+      await statuses(app, [from('198.51.100.7', WRONG), from('198.51.100.7', undefined), from('198.51.100.7', 'x')]),
+      [401, 401, 401],
+      'wrong, missing, malformed: 401',
+    )
+    // Its body and Retry-After: contract-examples.test.ts.
+    const limited = await send(app, from('198.51.100.7', WRONG))
+    t.match(
+      [limited.statusCode, limited.headers['www-authenticate']],
+      [429, undefined],
+      'the answer is "wait", not "authenticate"',
+    )
+    t.equal((await send(app, from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
+    t.same(
+      await statuses(app, [
+        from('198.51.100.7', TOKEN),
+        from('198.51.100.7', WRONG),
+        from('198.51.100.7', TOKEN),
+        from('198.51.100.7', TOKEN),
+        from('198.51.100.7', TOKEN),
+      ]),
+      [200, 429, 200, 200, 429],
+      'the right token is served between the failures, until its own budget of 3 is spent',
+    )
+    t.match(
+      (await send(app, from('198.51.100.7', TOKEN))).json(),
+      { error: 429, message: /^Rate limit exceeded/ },
+      'that 429 is the per-token limit',
+    )
+    t.equal(
+      (await send(app, from('198.51.100.7', OTHER_TOKEN))).statusCode,
+      200,
+      'another token from the same address is served',
+    )
+  },
+)
 
 t.test('IPv6 clients share a failure budget per /56 network, not per /64', async (t) => {
   const app = await build(t, { authFailureLimitMax: 1 })
@@ -74,51 +118,139 @@ t.test('a flood of new addresses does not reset the count of a known offender', 
   t.same(await statuses(app, [from('198.51.100.66', WRONG), from('198.51.100.66', WRONG)]), [401, 401])
   // More new addresses than the store keeps of them (5,000), one failure each.
   for (let batch = 0; batch < 60; batch++) {
-    const flood = await Promise.all(Array.from({ length: 100 }, (_, i) => send(app, from(`10.${batch}.${i >> 8}.${i & 255}`, WRONG))))
+    const flood = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => send(app, from(`10.${batch}.${i >> 8}.${i & 255}`, WRONG))),
+    )
     if (flood.some((response) => response.statusCode !== 401)) t.fail('a flood request was not 401')
   }
-  t.same(await statuses(app, [from('198.51.100.66', WRONG), from('198.51.100.66', WRONG)]), [401, 429], 'the third failure counted as the third')
+  t.same(
+    await statuses(app, [from('198.51.100.66', WRONG), from('198.51.100.66', WRONG)]),
+    [401, 429],
+    'the third failure counted as the third',
+  )
 })
 
-t.test('behind a trusted gateway the forwarded address is the key, unless it is no IP address; untrusted, every client is the gateway', async (t) => {
-  const gateway = '10.0.0.2'
-  const { stream, lines } = logSink()
-  const trusting = await build(t, { authFailureLimitMax: 1, trustProxy: true }, { ...loggerOptions('info', false), stream })
-  t.same(await statuses(trusting, [from(gateway, WRONG, '203.0.113.1'), from(gateway, WRONG, '203.0.113.1'), from(gateway, WRONG, '203.0.113.2')]), [401, 429, 401], 'each client its own budget')
-  t.equal((await send(trusting, from(gateway, TOKEN, '203.0.113.1'))).statusCode, 200, 'a locked-out address with the right token is served')
-  t.equal((await send(trusting, from(gateway, WRONG, '198.51.100.001'))).statusCode, 401, 'junk counts as the gateway')
-  const forged = ['0xc6.51.100.1', '3325256705', '198.51.100.1:1234', '[2001:db8::1]:80', 'not-an-ip', `203.0.113.1${'x'.repeat(7000)}`, '203.0.113.9, junk, 10.0.0.3']
-  const forgedStatuses = await statuses(trusting, [...forged.map((forwarded) => from(gateway, WRONG, forwarded))])
-  t.same(forgedStatuses, [...Array(forged.length - 1).fill(429), 401], "the gateway's budget, spent; the hop before junk is the client")
-  t.same([...new Set(loggedAddresses(lines.splice(0)).slice(4))], [gateway, '10.0.0.3'], 'logged as the last valid hop, never as given')
-  t.same(await statuses(trusting, [from(gateway, WRONG, '::ffff:198.51.100.9'), from(gateway, WRONG, '198.51.100.9')]), [401, 429], 'one address in two spellings')
-  t.same(await statuses(trusting, [from(gateway, WRONG, '2001:DB8:0:0:0:0:0:1'), from(gateway, WRONG, '2001:db8::1')]), [401, 429])
-  t.same(loggedAddresses(lines).slice(2), ['2001:db8::1', '2001:db8::1'], 'IPv6 in its RFC 5952 form')
-  const untrusting = await build(t, { authFailureLimitMax: 1 })
-  t.same(await statuses(untrusting, [from(gateway, WRONG, '203.0.113.1'), from(gateway, WRONG, '203.0.113.2'), from(gateway, TOKEN, '203.0.113.3')]), [401, 429, 200])
-})
+t.test(
+  'behind a trusted gateway the forwarded address is the key, unless it is no IP address; untrusted, every client is the gateway',
+  async (t) => {
+    const gateway = '10.0.0.2'
+    const { stream, lines } = logSink()
+    const trusting = await build(
+      t,
+      { authFailureLimitMax: 1, trustProxy: true },
+      { ...loggerOptions('info', false), stream },
+    )
+    t.same(
+      await statuses(trusting, [
+        from(gateway, WRONG, '203.0.113.1'),
+        from(gateway, WRONG, '203.0.113.1'),
+        from(gateway, WRONG, '203.0.113.2'),
+      ]),
+      [401, 429, 401],
+      'each client its own budget',
+    )
+    t.equal(
+      (await send(trusting, from(gateway, TOKEN, '203.0.113.1'))).statusCode,
+      200,
+      'a locked-out address with the right token is served',
+    )
+    t.equal(
+      (await send(trusting, from(gateway, WRONG, '198.51.100.001'))).statusCode,
+      401,
+      'junk counts as the gateway',
+    )
+    const forged = [
+      '0xc6.51.100.1',
+      '3325256705',
+      '198.51.100.1:1234',
+      '[2001:db8::1]:80',
+      'not-an-ip',
+      `203.0.113.1${'x'.repeat(7000)}`,
+      '203.0.113.9, junk, 10.0.0.3',
+    ]
+    const forgedStatuses = await statuses(trusting, [...forged.map((forwarded) => from(gateway, WRONG, forwarded))])
+    t.same(
+      forgedStatuses,
+      [...Array(forged.length - 1).fill(429), 401],
+      "the gateway's budget, spent; the hop before junk is the client",
+    )
+    t.same(
+      [...new Set(loggedAddresses(lines.splice(0)).slice(4))],
+      [gateway, '10.0.0.3'],
+      'logged as the last valid hop, never as given',
+    )
+    t.same(
+      await statuses(trusting, [from(gateway, WRONG, '::ffff:198.51.100.9'), from(gateway, WRONG, '198.51.100.9')]),
+      [401, 429],
+      'one address in two spellings',
+    )
+    t.same(
+      await statuses(trusting, [from(gateway, WRONG, '2001:DB8:0:0:0:0:0:1'), from(gateway, WRONG, '2001:db8::1')]),
+      [401, 429],
+    )
+    t.same(loggedAddresses(lines).slice(2), ['2001:db8::1', '2001:db8::1'], 'IPv6 in its RFC 5952 form')
+    const untrusting = await build(t, { authFailureLimitMax: 1 })
+    t.same(
+      await statuses(untrusting, [
+        from(gateway, WRONG, '203.0.113.1'),
+        from(gateway, WRONG, '203.0.113.2'),
+        from(gateway, TOKEN, '203.0.113.3'),
+      ]),
+      [401, 429, 200],
+    )
+  },
+)
 
-t.test('the failure limit off (AUTH_FAILURE_LIMIT_MAX=0), or Redis unreachable (fail open): failures stay 401, nothing is counted', async (t) => {
-  const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
-  const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
-  t.same(await statuses(off, failures), Array(30).fill(401))
-  const redisDown = await build(t, { rateLimitMax: 1, rateLimitWindowMs: 60000, authFailureLimitMax: 1, rateLimitRedisUrl: 'redis://127.0.0.1:1' })
-  t.same(await statuses(redisDown, [from('192.0.2.3', TOKEN), from('192.0.2.3', TOKEN), from('192.0.2.3', WRONG), from('192.0.2.3', WRONG)]), [200, 200, 401, 401])
-})
+t.test(
+  'the failure limit off (AUTH_FAILURE_LIMIT_MAX=0), or Redis unreachable (fail open): failures stay 401, nothing is counted',
+  async (t) => {
+    const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
+    const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
+    t.same(await statuses(off, failures), Array(30).fill(401))
+    const redisDown = await build(t, {
+      rateLimitMax: 1,
+      rateLimitWindowMs: 60000,
+      authFailureLimitMax: 1,
+      rateLimitRedisUrl: 'redis://127.0.0.1:1',
+    })
+    t.same(
+      await statuses(redisDown, [
+        from('192.0.2.3', TOKEN),
+        from('192.0.2.3', TOKEN),
+        from('192.0.2.3', WRONG),
+        from('192.0.2.3', WRONG),
+      ]),
+      [200, 200, 401, 401],
+    )
+  },
+)
 
-t.test('a bearer token in the query string is 400 invalid_request on every route and method, and no log line holds it (RFC 6750 §2.3)', async (t) => {
-  const { stream, lines } = logSink()
-  const app = await build(t, {}, { ...loggerOptions('info', false), stream })
-  for (const headers of [{ 'content-type': 'application/json' }, JSON_HEADERS]) {
-    const response = await app.inject({ method: 'POST', url: `/plants?access_token=${TOKEN}`, headers, payload: { id: 1, name: 'Ficus' } })
-    assertErrorBody(t, response, 400)
-    t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
-    t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
-  }
-  for (const method of ['GET', 'TRACE', 'PROPFIND']) t.equal((await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode, 400, method)
-  t.ok(lines.filter((line) => line.msg === 'request completed').length > 0, 'requests were logged')
-  t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
-})
+t.test(
+  'a bearer token in the query string is 400 invalid_request on every route and method, and no log line holds it (RFC 6750 §2.3)',
+  async (t) => {
+    const { stream, lines } = logSink()
+    const app = await build(t, {}, { ...loggerOptions('info', false), stream })
+    for (const headers of [{ 'content-type': 'application/json' }, JSON_HEADERS]) {
+      const response = await app.inject({
+        method: 'POST',
+        url: `/plants?access_token=${TOKEN}`,
+        headers,
+        payload: { id: 1, name: 'Ficus' },
+      })
+      assertErrorBody(t, response, 400)
+      t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
+      t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
+    }
+    for (const method of ['GET', 'TRACE', 'PROPFIND'])
+      t.equal(
+        (await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode,
+        400,
+        method,
+      )
+    t.ok(lines.filter((line) => line.msg === 'request completed').length > 0, 'requests were logged')
+    t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
+  },
+)
 
 /** Blocks the event loop for `ms` milliseconds (a stall, as under-pressure sees one). */
 function stall(ms: number): void {
@@ -141,23 +273,26 @@ t.test('under event-loop pressure: 503 with Retry-After and the Error body; live
   t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
 })
 
-t.test('a stall while the service starts is not overload: the first request after a slow start is served', async (t) => {
-  const threshold = loadConfig({}).loadShedMaxEventLoopDelayMs
-  // createApp reads this setting once while copying the configuration (before load shedding
-  // is registered) and again while building the routes: that read stalls three sample intervals.
-  const base = testConfig({ loadShedMaxEventLoopDelayMs: threshold })
-  let reads = 0
-  const app = await createApp({
-    ...base,
-    ...(await freshStore(t)),
-    get groupCommitMaxBatch() {
-      if (reads++ > 0) stall(3000)
-      return base.groupCommitMaxBatch
-    },
-  })
-  t.teardown(() => app.close())
-  t.equal((await postPlant(app, { id: 1, name: 'x' })).statusCode, 200)
-})
+t.test(
+  'a stall while the service starts is not overload: the first request after a slow start is served',
+  async (t) => {
+    const threshold = loadConfig({}).loadShedMaxEventLoopDelayMs
+    // createApp reads this setting once while copying the configuration (before load shedding
+    // is registered) and again while building the routes: that read stalls three sample intervals.
+    const base = testConfig({ loadShedMaxEventLoopDelayMs: threshold })
+    let reads = 0
+    const app = await createApp({
+      ...base,
+      ...(await freshStore(t)),
+      get groupCommitMaxBatch() {
+        if (reads++ > 0) stall(3000)
+        return base.groupCommitMaxBatch
+      },
+    })
+    t.teardown(() => app.close())
+    t.equal((await postPlant(app, { id: 1, name: 'x' })).statusCode, 200)
+  },
+)
 
 t.test('security headers on every response, with a policy Swagger UI works under', async (t) => {
   const app = await build(t)
@@ -176,24 +311,39 @@ t.test('security headers on every response, with a policy Swagger UI works under
   t.equal(rejected.headers['x-content-type-options'], 'nosniff', 'errors of the operation too')
 })
 
-t.test('CORS: off by default (a preflight is 405); for configured origins, preflight and actual requests', async (t) => {
-  const preflight = {
-    method: 'OPTIONS',
-    url: '/plants',
-    headers: { origin: 'https://ui.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' },
-  } as const
-  const off = await build(t)
-  const served = await send(off, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))
-  t.equal(served.statusCode, 200)
-  t.equal(served.headers['access-control-allow-origin'], undefined)
-  t.match(await off.inject(preflight), { statusCode: 405, headers: { 'access-control-allow-origin': undefined } })
-  const on = await build(t, { corsOrigins: ['https://ui.example'] })
-  const allowed = await on.inject(preflight)
-  t.equal(allowed.statusCode, 204)
-  t.match(allowed.headers, { 'access-control-allow-origin': 'https://ui.example', 'access-control-allow-headers': /authorization/ })
-  t.equal(allowed.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
-  t.equal((await send(on, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))).headers['access-control-allow-origin'], 'https://ui.example')
-  const other = await send(on, from('192.0.2.1', TOKEN, undefined, 'https://evil.example'))
-  t.equal(other.statusCode, 200, 'another origin is served (CORS binds browsers, not the service)')
-  t.equal(other.headers['access-control-allow-origin'], undefined, 'without its origin allowed')
-})
+t.test(
+  'CORS: off by default (a preflight is 405); for configured origins, preflight and actual requests',
+  async (t) => {
+    const preflight = {
+      method: 'OPTIONS',
+      url: '/plants',
+      headers: {
+        origin: 'https://ui.example',
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'authorization,content-type',
+      },
+    } as const
+    const off = await build(t)
+    const served = await send(off, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))
+    t.equal(served.statusCode, 200)
+    t.equal(served.headers['access-control-allow-origin'], undefined)
+    t.match(await off.inject(preflight), { statusCode: 405, headers: { 'access-control-allow-origin': undefined } })
+    const on = await build(t, { corsOrigins: ['https://ui.example'] })
+    const allowed = await on.inject(preflight)
+    t.equal(allowed.statusCode, 204)
+    t.match(allowed.headers, {
+      'access-control-allow-origin': 'https://ui.example',
+      'access-control-allow-headers': /authorization/,
+    })
+    t.equal(allowed.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
+    t.equal(
+      (await send(on, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))).headers[
+        'access-control-allow-origin'
+      ],
+      'https://ui.example',
+    )
+    const other = await send(on, from('192.0.2.1', TOKEN, undefined, 'https://evil.example'))
+    t.equal(other.statusCode, 200, 'another origin is served (CORS binds browsers, not the service)')
+    t.equal(other.headers['access-control-allow-origin'], undefined, 'without its origin allowed')
+  },
+)

@@ -12,7 +12,11 @@ import { postPlant } from '../helpers/post-plant.ts'
 async function careless(t: Test, nodeEnv: 'test' | 'production') {
   const { document, exact } = loadContractReadings()
   const service = () => ({ createPlant: async () => ({ name: 5 }) })
-  const app = await createApp(testConfig({ ...(await freshStore(t)), nodeEnv }), false, { contract: document, documented: exact, service })
+  const app = await createApp(testConfig({ ...(await freshStore(t)), nodeEnv }), false, {
+    contract: document,
+    documented: exact,
+    service,
+  })
   t.teardown(() => app.close())
   return app
 }

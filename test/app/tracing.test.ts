@@ -10,57 +10,89 @@ import { postPlant } from '../helpers/post-plant.ts'
 
 const dialect = TEST_DATABASE_URL === undefined ? 'sqlite' : 'postgresql'
 
-t.test("a create continues the caller's trace: request, createPlant under it, the store transaction under that", async (t) => {
-  const collector = await startCollector(t)
-  const log = logSink()
-  const app = await build(t, { otelExporterOtlpEndpoint: collector.url }, { level: 'info', stream: log.stream })
-  const parent = traceparent()
-  const response = await postPlant(app, { id: 1, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })
-  t.equal(response.statusCode, 200)
-  await app.close()
+t.test(
+  "a create continues the caller's trace: request, createPlant under it, the store transaction under that",
+  async (t) => {
+    const collector = await startCollector(t)
+    const log = logSink()
+    const app = await build(t, { otelExporterOtlpEndpoint: collector.url }, { level: 'info', stream: log.stream })
+    const parent = traceparent()
+    const response = await postPlant(
+      app,
+      { id: 1, name: 'Ficus' },
+      { headers: { ...JSON_HEADERS, traceparent: parent.header } },
+    )
+    t.equal(response.statusCode, 200)
+    await app.close()
 
-  const spans = collector.spans.filter((span) => span.traceId === parent.traceId)
-  t.equal(spans.length, 3, 'three spans, all in the trace of the traceparent')
-  const request = only(t, spans, 'POST /plants')
-  t.equal(request.parentSpanId, parent.spanId, "the request's parent is the caller's span")
-  t.equal(request.kind, 'SPAN_KIND_SERVER')
-  t.match(request.attributes, { 'http.route': '/plants', 'http.request.method': 'POST', 'http.response.status_code': 200 })
-  const handler = only(t, spans, 'createPlant')
-  t.equal(handler.parentSpanId, request.spanId, 'the handler is a child of the request')
-  const transaction = only(t, spans, 'store transaction')
-  t.equal(transaction.parentSpanId, handler.spanId, 'the transaction is a child of the handler')
-  t.equal(transaction.kind, 'SPAN_KIND_CLIENT')
-  t.match(transaction.attributes, { 'db.system.name': dialect, 'db.operation.batch.size': 1 })
-  t.equal(transaction.service, 'plant-store')
-  const paths = collector.requests.map((request) => request.path)
-  t.same(paths, ['/v1/traces'], 'exported once, to <endpoint>/v1/traces')
-  t.match(collector.requests[0]!.contentType, 'application/x-protobuf')
+    const spans = collector.spans.filter((span) => span.traceId === parent.traceId)
+    t.equal(spans.length, 3, 'three spans, all in the trace of the traceparent')
+    const request = only(t, spans, 'POST /plants')
+    t.equal(request.parentSpanId, parent.spanId, "the request's parent is the caller's span")
+    t.equal(request.kind, 'SPAN_KIND_SERVER')
+    t.match(request.attributes, {
+      'http.route': '/plants',
+      'http.request.method': 'POST',
+      'http.response.status_code': 200,
+    })
+    const handler = only(t, spans, 'createPlant')
+    t.equal(handler.parentSpanId, request.spanId, 'the handler is a child of the request')
+    const transaction = only(t, spans, 'store transaction')
+    t.equal(transaction.parentSpanId, handler.spanId, 'the transaction is a child of the handler')
+    t.equal(transaction.kind, 'SPAN_KIND_CLIENT')
+    t.match(transaction.attributes, { 'db.system.name': dialect, 'db.operation.batch.size': 1 })
+    t.equal(transaction.service, 'plant-store')
+    const paths = collector.requests.map((request) => request.path)
+    t.same(paths, ['/v1/traces'], 'exported once, to <endpoint>/v1/traces')
+    t.match(collector.requests[0]!.contentType, 'application/x-protobuf')
 
-  const completed = log.lines.find((line) => line.msg === 'request completed')
-  t.match(completed, { requestId: response.headers['x-request-id'], traceId: parent.traceId, spanId: request.spanId }, "the request's log lines carry its trace")
-})
+    const completed = log.lines.find((line) => line.msg === 'request completed')
+    t.match(
+      completed,
+      { requestId: response.headers['x-request-id'], traceId: parent.traceId, spanId: request.spanId },
+      "the request's log lines carry its trace",
+    )
+  },
+)
 
-t.test('without a traceparent a trace of its own; a failed transaction is an error span; the 404 is traced by method, probes are not', async (t) => {
-  const collector = await startCollector(t)
-  const store = await freshStore(t)
-  const app = await build(t, { ...store, otelExporterOtlpEndpoint: `${collector.url}/` })
-  t.equal((await postPlant(app, { id: 1, name: 'Ficus' })).statusCode, 200)
-  await dropPlantTable(store)
-  const parent = traceparent()
-  t.equal((await postPlant(app, { id: 2, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })).statusCode, 500)
-  t.equal((await app.inject({ method: 'GET', url: '/nowhere', headers: { traceparent: traceparent().header } })).statusCode, 404)
-  t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200)
-  t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)
-  await app.close()
+t.test(
+  'without a traceparent a trace of its own; a failed transaction is an error span; the 404 is traced by method, probes are not',
+  async (t) => {
+    const collector = await startCollector(t)
+    const store = await freshStore(t)
+    const app = await build(t, { ...store, otelExporterOtlpEndpoint: `${collector.url}/` })
+    t.equal((await postPlant(app, { id: 1, name: 'Ficus' })).statusCode, 200)
+    await dropPlantTable(store)
+    const parent = traceparent()
+    t.equal(
+      (await postPlant(app, { id: 2, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } }))
+        .statusCode,
+      500,
+    )
+    t.equal(
+      (await app.inject({ method: 'GET', url: '/nowhere', headers: { traceparent: traceparent().header } })).statusCode,
+      404,
+    )
+    t.equal((await app.inject({ method: 'GET', url: '/health/live' })).statusCode, 200)
+    t.equal((await app.inject({ method: 'GET', url: '/metrics' })).statusCode, 200)
+    await app.close()
 
-  const root = collector.spans.find((span) => span.name === 'POST /plants' && span.parentSpanId === '')
-  t.ok(root, 'a request without a traceparent is a root span')
-  const inRootTrace = collector.spans.filter((span) => span.traceId === root?.traceId).map((span) => span.name)
-  t.ok(inRootTrace.includes('store transaction'), 'its transaction in its trace')
-  const failed = collector.spans.filter((span) => span.traceId === parent.traceId)
-  t.match(only(t, failed, 'store transaction').status, { code: 'STATUS_CODE_ERROR', message: /plant/ })
-  t.match(only(t, failed, 'POST /plants'), { status: { code: 'STATUS_CODE_ERROR' }, attributes: { 'http.response.status_code': 500 } })
-  t.match(only(t, collector.spans, 'GET'), { attributes: { 'http.response.status_code': 404, 'url.path': '/nowhere' } })
-  const probes = collector.spans.filter((span) => /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`))
-  t.same(probes, [], 'no span for probes or metrics')
-})
+    const root = collector.spans.find((span) => span.name === 'POST /plants' && span.parentSpanId === '')
+    t.ok(root, 'a request without a traceparent is a root span')
+    const inRootTrace = collector.spans.filter((span) => span.traceId === root?.traceId).map((span) => span.name)
+    t.ok(inRootTrace.includes('store transaction'), 'its transaction in its trace')
+    const failed = collector.spans.filter((span) => span.traceId === parent.traceId)
+    t.match(only(t, failed, 'store transaction').status, { code: 'STATUS_CODE_ERROR', message: /plant/ })
+    t.match(only(t, failed, 'POST /plants'), {
+      status: { code: 'STATUS_CODE_ERROR' },
+      attributes: { 'http.response.status_code': 500 },
+    })
+    t.match(only(t, collector.spans, 'GET'), {
+      attributes: { 'http.response.status_code': 404, 'url.path': '/nowhere' },
+    })
+    const probes = collector.spans.filter((span) =>
+      /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`),
+    )
+    t.same(probes, [], 'no span for probes or metrics')
+  },
+)

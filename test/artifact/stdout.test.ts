@@ -9,8 +9,15 @@ import { postPlant } from '../helpers/post-plant.ts'
 import { RUNS_ARTIFACT, startService } from '../helpers/process.ts'
 
 t.test('a request line reaches stdout while the service runs, and the shutdown lines before it exits', async (t) => {
-  t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT=dist/service/server.js, as npm run test:artifact sets it)')
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
+  t.ok(
+    RUNS_ARTIFACT,
+    'runs the built artifact (TEST_SERVICE_SCRIPT=dist/service/server.js, as npm run test:artifact sets it)',
+  )
+  const service = await startService(t, {
+    PLANT_STORE_TOKENS: TOKEN,
+    DATA_DIR: join(t.testdir(), 'data'),
+    NODE_ENV: 'test',
+  })
   const created = await postPlant(service.url, { id: 1, name: 'Ficus' })
   t.equal(created.statusCode, 200)
   // No more requests: only the once-a-second flush can write this line.

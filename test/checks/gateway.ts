@@ -28,10 +28,20 @@ const headerTimeout = value(/\n\s*client_header_timeout\s+([^;]+;)/)
 const idle = value(/upstream plant_store \{[^}]*?\n\s*keepalive_timeout\s+([^;]+;)/)
 const problems = [
   maxBody === bodyLimit ? '' : `client_max_body_size is ${maxBody} bytes, BODY_LIMIT ${bodyLimit}`,
-  bodyBuffer >= bodyLimit ? '' : `client_body_buffer_size (${bodyBuffer} bytes) is less than BODY_LIMIT (${bodyLimit}): bodies go to disk`,
-  headerTimeout <= headersTimeoutMs ? '' : `client_header_timeout (${headerTimeout} ms) is longer than HEADERS_TIMEOUT_MS (${headersTimeoutMs} ms)`,
-  idle < keepAliveTimeoutMs ? '' : `the upstream keepalive_timeout (${idle} ms) is not shorter than KEEP_ALIVE_TIMEOUT_MS (${keepAliveTimeoutMs} ms)`,
+  bodyBuffer >= bodyLimit
+    ? ''
+    : `client_body_buffer_size (${bodyBuffer} bytes) is less than BODY_LIMIT (${bodyLimit}): bodies go to disk`,
+  headerTimeout <= headersTimeoutMs
+    ? ''
+    : `client_header_timeout (${headerTimeout} ms) is longer than HEADERS_TIMEOUT_MS (${headersTimeoutMs} ms)`,
+  idle < keepAliveTimeoutMs
+    ? ''
+    : `the upstream keepalive_timeout (${idle} ms) is not shorter than KEEP_ALIVE_TIMEOUT_MS (${keepAliveTimeoutMs} ms)`,
 ].filter(Boolean)
 for (const problem of problems) console.error(`deploy/nginx/nginx.conf: ${problem}`)
-console.log(problems.length === 0 ? "the example gateway's limits line up with the service's defaults" : `${problems.length} limits of the gateway out of line`)
+console.log(
+  problems.length === 0
+    ? "the example gateway's limits line up with the service's defaults"
+    : `${problems.length} limits of the gateway out of line`,
+)
 process.exitCode = problems.length === 0 ? 0 : 1

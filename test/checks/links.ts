@@ -27,7 +27,8 @@ const headingId = (heading: string): string =>
     .replace(/ /g, '-')
 
 /** The ids of a Markdown file's headings. */
-const headingIds = (path: string): string[] => [...prose(readFileSync(path, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)].map((match) => headingId(match[1]!))
+const headingIds = (path: string): string[] =>
+  [...prose(readFileSync(path, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)].map((match) => headingId(match[1]!))
 
 const broken: string[] = []
 for (const document of documents) {
@@ -41,5 +42,7 @@ for (const document of documents) {
   }
 }
 for (const line of broken) console.error(line)
-console.log(`${documents.length} documents, ${broken.length === 0 ? 'every relative link resolves' : `${broken.length} broken links`}`)
+console.log(
+  `${documents.length} documents, ${broken.length === 0 ? 'every relative link resolves' : `${broken.length} broken links`}`,
+)
 process.exitCode = broken.length === 0 ? 0 : 1

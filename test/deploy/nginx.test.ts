@@ -14,7 +14,20 @@ import t from 'tap'
 import { TOKEN } from '../helpers/app.ts'
 import { run } from '../helpers/command.ts'
 import { allowedMethods, contractViolations } from '../helpers/contract.ts'
-import { answeredBy, authorized, errorBody, GATEWAY_PREFIX, get, NGINX, NGINX_DIR, PLANTS, post, selfSignedCertificate, send, startGateway } from '../helpers/nginx.ts'
+import {
+  answeredBy,
+  authorized,
+  errorBody,
+  GATEWAY_PREFIX,
+  get,
+  NGINX,
+  NGINX_DIR,
+  PLANTS,
+  post,
+  selfSignedCertificate,
+  send,
+  startGateway,
+} from '../helpers/nginx.ts'
 import { connected, exchange, headerLines, requestHead } from '../helpers/raw-http.ts'
 
 const AUTHORIZED = authorized(TOKEN)
@@ -32,7 +45,9 @@ const seen: Array<{ httpVersion: string; headers: IncomingHttpHeaders; url: stri
 /** Stands in for a replica: records each request and answers 200 with a Plant. */
 const recorder = createHttpServer((incoming, response) => {
   seen.push({ httpVersion: incoming.httpVersion, headers: incoming.headers, url: incoming.url! })
-  incoming.resume().on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"Fern"}'))
+  incoming
+    .resume()
+    .on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"Fern"}'))
 })
 t.teardown(() => recorder.closeAllConnections())
 const gateway = await startGateway(t, { upstreams: [await upstream(recorder)] })
@@ -44,15 +59,31 @@ const head = requestHead('POST', PLANTS, AUTHORIZED)
 const gatewayAnswers: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
   ['no Host header', `POST ${PLANTS} HTTP/1.1\r\n${headerLines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
-  ['two Host headers', `POST ${PLANTS} HTTP/1.1\r\nHost: a\r\nHost: b\r\n${headerLines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
-  ['Content-Length with Transfer-Encoding', `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+  [
+    'two Host headers',
+    `POST ${PLANTS} HTTP/1.1\r\nHost: a\r\nHost: b\r\n${headerLines(AUTHORIZED)}Content-Length: 2\r\n\r\n{}`,
+    400,
+  ],
+  [
+    'Content-Length with Transfer-Encoding',
+    `${head}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    400,
+  ],
   ['two Content-Lengths', `${head}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
   ['an invalid chunk size', `${head}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`, 400],
-  ['a malformed percent-encoding', `${requestHead('POST', `${PLANTS}%zz`, AUTHORIZED)}Content-Length: 2\r\n\r\n{}`, 400],
+  [
+    'a malformed percent-encoding',
+    `${requestHead('POST', `${PLANTS}%zz`, AUTHORIZED)}Content-Length: 2\r\n\r\n{}`,
+    400,
+  ],
   ['an unknown Transfer-Encoding', `${head}Transfer-Encoding: gzip\r\n\r\n{}`, 501],
   ['a request target over 8 KiB', post('{}', AUTHORIZED, `${PLANTS}?${'q'.repeat(8200)}`), 414],
   ['a header line over 8 KiB', post('{}', { ...AUTHORIZED, 'X-Big': 'b'.repeat(8200) }), 431],
-  ['headers over 16 KiB', post('{}', { ...AUTHORIZED, 'X-A': 'a'.repeat(6000), 'X-B': 'b'.repeat(6000), 'X-C': 'c'.repeat(6000) }), 431],
+  [
+    'headers over 16 KiB',
+    post('{}', { ...AUTHORIZED, 'X-A': 'a'.repeat(6000), 'X-B': 'b'.repeat(6000), 'X-C': 'c'.repeat(6000) }),
+    431,
+  ],
   ['HTTP/2.0 in an HTTP/1 request line', `POST ${PLANTS} HTTP/2.0\r\nHost: localhost\r\n\r\n`, 505],
   ['TRACE', `TRACE ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 405],
   // Outside the public routes (/plants and /docs under the prefix).
@@ -77,85 +108,133 @@ t.test('what the gateway answers itself: the status, the Error body, no-store, n
     errorBody(t, response, status)
     t.equal(response.headers['cache-control'], 'no-store', `${what}: not cached`)
     if (status === 405) t.equal(response.headers.allow, allowedMethods('/plants').join(', '), 'what /plants allows')
-    if (raw.startsWith(`POST ${PLANTS} `)) t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
+    if (raw.startsWith(`POST ${PLANTS} `))
+      t.same(contractViolations(response), [], `${what}: declared for POST /plants`)
     t.equal((await answeredBy(gateway, response)).upstream, '', `${what}: ${status}, nothing forwarded (access log)`)
     t.equal(seen.length, before, `${what}: nothing reached the replica`)
   }
-  const plain = await exchange({ url: gateway.origin.replace('https:', 'http:') }, post('{"id":300,"name":"Fern"}', AUTHORIZED))
+  const plain = await exchange(
+    { url: gateway.origin.replace('https:', 'http:') },
+    post('{"id":300,"name":"Fern"}', AUTHORIZED),
+  )
   errorBody(t, plain, 400)
   t.same(contractViolations(plain), [], 'plain HTTP to the TLS port: 400, declared')
 })
 
-t.test("every path below the prefix's /plants is passed on, the prefix replaced: an operation added there needs no change here", async (t) => {
-  for (const path of [`${PLANTS}/9007199254740993`, `${PLANTS}/1/revisions?from=2`, `${PLANTS}-not-in-the-contract`]) {
-    t.equal((await send(gateway, get(path))).statusCode, 200, `${path}: answered by the recorder`)
-    t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'which saw its own path')
-  }
-})
+t.test(
+  "every path below the prefix's /plants is passed on, the prefix replaced: an operation added there needs no change here",
+  async (t) => {
+    for (const path of [
+      `${PLANTS}/9007199254740993`,
+      `${PLANTS}/1/revisions?from=2`,
+      `${PLANTS}-not-in-the-contract`,
+    ]) {
+      t.equal((await send(gateway, get(path))).statusCode, 200, `${path}: answered by the recorder`)
+      t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'which saw its own path')
+    }
+  },
+)
 
 t.test('a replica that does not answer: 504 with the Error body after the gateway’s read timeout', async (t) => {
   const sockets = new Set<Socket>()
   const stalled = createServer((socket) => sockets.add(socket.resume()))
   t.teardown(() => sockets.forEach((socket) => socket.destroy()))
-  const response = await send(await startGateway(t, { upstreams: [await upstream(stalled)] }), post('{"id":600,"name":"Fern"}', AUTHORIZED))
+  const response = await send(
+    await startGateway(t, { upstreams: [await upstream(stalled)] }),
+    post('{"id":600,"name":"Fern"}', AUTHORIZED),
+  )
   errorBody(t, response, 504)
   t.same(contractViolations(response), [])
 })
 
 // The service keeps a well-formed X-Request-Id and continues the trace of a traceparent: operations.test.ts, tracing.test.ts.
-t.test("what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the client's traceparent, HTTP/1.1 kept alive", async (t) => {
-  const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
-  const spoofed = {
-    ...AUTHORIZED,
-    'X-Forwarded-For': '203.0.113.7',
-    'X-Forwarded-Proto': 'http',
-    'X-Forwarded-Host': 'evil.example',
-    Forwarded: 'for=203.0.113.7',
-    'X-Request-Id': 'chosen-by-client',
-    traceparent,
-  }
-  const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), '127.0.0.2')
-  t.equal(response.statusCode, 200)
-  const { httpVersion, headers, url } = seen.at(-1)!
-  const forwarded = [headers['x-forwarded-for'], headers['x-forwarded-proto'], headers['x-forwarded-host'], headers.forwarded]
-  t.same([url, httpVersion, headers.connection], ['/plants', '1.1', undefined], 'the prefix stripped; HTTP/1.1 kept alive')
-  t.same(forwarded, ['127.0.0.2', 'https', 'localhost', undefined], "the client's address, https, the Host the client sent; no Forwarded")
-  t.equal(headers['x-request-id'], response.headers['x-request-id'], "the gateway's request id, returned to the client")
-  t.equal(headers.traceparent, traceparent, 'the traceparent unchanged: one trace from the client to the service')
-  t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
-  t.equal((await gateway.accessEntry(response.headers['x-request-id']!)).client, '127.0.0.2', "the client's address in the gateway's access log")
-})
+t.test(
+  "what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the client's traceparent, HTTP/1.1 kept alive",
+  async (t) => {
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    const spoofed = {
+      ...AUTHORIZED,
+      'X-Forwarded-For': '203.0.113.7',
+      'X-Forwarded-Proto': 'http',
+      'X-Forwarded-Host': 'evil.example',
+      Forwarded: 'for=203.0.113.7',
+      'X-Request-Id': 'chosen-by-client',
+      traceparent,
+    }
+    const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), '127.0.0.2')
+    t.equal(response.statusCode, 200)
+    const { httpVersion, headers, url } = seen.at(-1)!
+    const forwarded = [
+      headers['x-forwarded-for'],
+      headers['x-forwarded-proto'],
+      headers['x-forwarded-host'],
+      headers.forwarded,
+    ]
+    t.same(
+      [url, httpVersion, headers.connection],
+      ['/plants', '1.1', undefined],
+      'the prefix stripped; HTTP/1.1 kept alive',
+    )
+    t.same(
+      forwarded,
+      ['127.0.0.2', 'https', 'localhost', undefined],
+      "the client's address, https, the Host the client sent; no Forwarded",
+    )
+    t.equal(
+      headers['x-request-id'],
+      response.headers['x-request-id'],
+      "the gateway's request id, returned to the client",
+    )
+    t.equal(headers.traceparent, traceparent, 'the traceparent unchanged: one trace from the client to the service')
+    t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
+    t.equal(
+      (await gateway.accessEntry(response.headers['x-request-id']!)).client,
+      '127.0.0.2',
+      "the client's address in the gateway's access log",
+    )
+  },
+)
 
-t.test('the example configuration, every file as shipped, passes nginx -t (with a certificate where listen.conf names it)', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-nginx-example-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  cpSync(NGINX_DIR, dir, { recursive: true })
-  mkdirSync(join(dir, 'tls'))
-  await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
-  t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
-})
+t.test(
+  'the example configuration, every file as shipped, passes nginx -t (with a certificate where listen.conf names it)',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-nginx-example-'))
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+    cpSync(NGINX_DIR, dir, { recursive: true })
+    mkdirSync(join(dir, 'tls'))
+    await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
+    t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
+  },
+)
 
 /** A TLS connection to the gateway from `localAddress`, once established. */
 const connection = (localAddress: string) => connected({ url: gateway.origin, ca: gateway.ca, localAddress })
 
-t.test('per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other addresses are served', async (t) => {
-  const held: Socket[] = []
-  t.teardown(() => held.forEach((socket) => socket.destroy()))
-  for (let i = 0; i < 100; i++) {
-    const socket = await connection('127.0.0.3')
-    held.push(socket)
-    // nginx sends 100 Continue once it reads the body, after the limits have counted the request.
-    const continued = once(socket, 'data')
-    socket.write(`${head}Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`)
-    if (!/^HTTP\/1\.1 100 /.test(String((await continued)[0]))) t.fail(`connection ${i}: no 100 Continue`)
-  }
-  const refused = await send(gateway, post('{"id":800,"name":"Fern"}', AUTHORIZED), '127.0.0.3')
-  errorBody(t, refused, 429)
-  t.same(contractViolations(refused), [], 'declared for POST /plants')
-  t.match(refused.headers, { 'retry-after': '1', 'cache-control': 'no-store' })
-  t.equal((await answeredBy(gateway, refused)).upstream, '', 'nothing forwarded')
-  t.equal((await send(gateway, post('{"id":801,"name":"Fern"}', AUTHORIZED), '127.0.0.5')).statusCode, 200, 'another address is served')
-})
+t.test(
+  'per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other addresses are served',
+  async (t) => {
+    const held: Socket[] = []
+    t.teardown(() => held.forEach((socket) => socket.destroy()))
+    for (let i = 0; i < 100; i++) {
+      const socket = await connection('127.0.0.3')
+      held.push(socket)
+      // nginx sends 100 Continue once it reads the body, after the limits have counted the request.
+      const continued = once(socket, 'data')
+      socket.write(`${head}Content-Length: 10\r\nExpect: 100-continue\r\n\r\n`)
+      if (!/^HTTP\/1\.1 100 /.test(String((await continued)[0]))) t.fail(`connection ${i}: no 100 Continue`)
+    }
+    const refused = await send(gateway, post('{"id":800,"name":"Fern"}', AUTHORIZED), '127.0.0.3')
+    errorBody(t, refused, 429)
+    t.same(contractViolations(refused), [], 'declared for POST /plants')
+    t.match(refused.headers, { 'retry-after': '1', 'cache-control': 'no-store' })
+    t.equal((await answeredBy(gateway, refused)).upstream, '', 'nothing forwarded')
+    t.equal(
+      (await send(gateway, post('{"id":801,"name":"Fern"}', AUTHORIZED), '127.0.0.5')).statusCode,
+      200,
+      'another address is served',
+    )
+  },
+)
 
 t.test('per client address, past a burst of 200 requests: 429 with Retry-After and the Error body', async (t) => {
   // Pipelined on one connection, so they arrive together however busy the machine is.
@@ -166,7 +245,8 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
   const closed = once(socket, 'close')
   // A public route (the limits apply where requests are forwarded); the recorder answers 200.
-  const request = (last: boolean) => `GET ${GATEWAY_PREFIX}/docs/ HTTP/1.1\r\nHost: localhost\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
+  const request = (last: boolean) =>
+    `GET ${GATEWAY_PREFIX}/docs/ HTTP/1.1\r\nHost: localhost\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
   socket.write(Array.from({ length: count }, (_, i) => request(i === count - 1)).join(''))
   await closed
   const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
@@ -174,9 +254,14 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
   t.same(statuses.slice(0, 201), Array<number>(201).fill(200), 'the burst is served')
   // How many more are served depends on how fast the served ones went (100 a second refill).
   const limited = statuses.filter((status) => status === 429).length
-  t.ok(limited > 0 && statuses.every((status) => status === 200 || status === 429), `the rest is refused, but what the rate refilled: ${limited} of ${count}`)
+  t.ok(
+    limited > 0 && statuses.every((status) => status === 200 || status === 429),
+    `the rest is refused, but what the rate refilled: ${limited} of ${count}`,
+  )
   const [, headText = '', rest = ''] = /(HTTP\/1\.1 429 [\s\S]*?)\r\n\r\n([\s\S]*)/.exec(received) ?? []
-  const headers = Object.fromEntries([...headText.matchAll(/^([^:\r\n]+):\s*(.*?)\r?$/gm)].map(([, name, value]) => [name!.toLowerCase(), value!]))
+  const headers = Object.fromEntries(
+    [...headText.matchAll(/^([^:\r\n]+):\s*(.*?)\r?$/gm)].map(([, name, value]) => [name!.toLowerCase(), value!]),
+  )
   errorBody(t, { statusCode: 429, headers, body: rest.slice(0, Number(headers['content-length'])), elapsedMs: 0 }, 429)
   t.equal(headers['retry-after'], '1')
 })
@@ -184,7 +269,11 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
 t.test("the service's responses keep their own headers; the access log has no query", async (t) => {
   const created = await send(gateway, post('{"id":900,"name":"Fern"}', AUTHORIZED, `${PLANTS}?access_token=${TOKEN}`))
   t.equal(created.statusCode, 200, 'the recorder stands in for the service here')
-  t.same([created.headers['cache-control'], created.headers['retry-after']], [undefined, undefined], 'nothing added to a response of the service')
+  t.same(
+    [created.headers['cache-control'], created.headers['retry-after']],
+    [undefined, undefined],
+    'nothing added to a response of the service',
+  )
   t.equal((await gateway.accessEntry(created.headers['x-request-id']!)).uri, PLANTS, 'the path, without the query')
   t.notMatch(JSON.stringify(gateway.accessLog()), TOKEN, 'no token in the access log')
 })

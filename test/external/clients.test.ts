@@ -12,7 +12,14 @@ import { createServer, type Socket } from 'node:net'
 import { stringify } from 'lossless-json'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
-import { type CreatePlantResult, type CreatePlantStatus, PlantStoreClient, PlantStoreNetworkError, PlantStoreResponseError, readCreatePlantResponse } from '../../client/plant-store-client.ts'
+import {
+  type CreatePlantResult,
+  type CreatePlantStatus,
+  PlantStoreClient,
+  PlantStoreNetworkError,
+  PlantStoreResponseError,
+  readCreatePlantResponse,
+} from '../../client/plant-store-client.ts'
 import type { components, operations, paths } from '../../service/generated/openapi.ts'
 import { listen, TOKEN } from '../helpers/app.ts'
 import { freePort } from '../helpers/machine.ts'
@@ -34,48 +41,95 @@ const EDGE = 2n ** 53n
 const INT64_MIN = -(2n ** 63n)
 const INT64_MAX = 2n ** 63n - 1n
 /** Neighbours that one double cannot tell apart: each must be a plant of its own. */
-const IDS = [EDGE - 1n, EDGE, EDGE + 1n, -EDGE - 1n, -EDGE, -EDGE + 1n, INT64_MIN, INT64_MIN + 1n, INT64_MAX - 1n, INT64_MAX]
+const IDS = [
+  EDGE - 1n,
+  EDGE,
+  EDGE + 1n,
+  -EDGE - 1n,
+  -EDGE,
+  -EDGE + 1n,
+  INT64_MIN,
+  INT64_MIN + 1n,
+  INT64_MAX - 1n,
+  INT64_MAX,
+]
 
 /** Narrows a result to `status`, failing the test otherwise; an Error body's `error` is the status. */
-function expectStatus<S extends CreatePlantStatus>(t: Test, result: CreatePlantResult, status: S, message?: RegExp): Extract<CreatePlantResult, { status: S }> {
+function expectStatus<S extends CreatePlantStatus>(
+  t: Test,
+  result: CreatePlantResult,
+  status: S,
+  message?: RegExp,
+): Extract<CreatePlantResult, { status: S }> {
   t.equal(result.status, status, `status ${status}`)
-  if (result.status !== status) throw new Error(`expected ${status}, got ${result.status}: ${JSON.stringify(result.body)}`)
+  if (result.status !== status)
+    throw new Error(`expected ${status}, got ${result.status}: ${JSON.stringify(result.body)}`)
   if (message !== undefined) t.match(result.body, { error: status, message })
   return result as Extract<CreatePlantResult, { status: S }>
 }
 
-t.test('ids beyond 2^53 and at the int64 limits: created, replayed and conflicting exactly; outside int64, 400', async (t) => {
-  for (const id of IDS) {
-    const body: Plant = expectStatus(t, await client.createPlant({ id, name: `plant ${id}`, tag: 'int64' }), 200).body
-    t.strictSame(body, { name: `plant ${id}`, tag: 'int64' }, `${id}: created (no neighbour took its place)`)
-  }
-  for (const id of IDS) {
-    t.strictSame(expectStatus(t, await client.createPlant({ id, name: `plant ${id}`, tag: 'int64' }), 200).body, { name: `plant ${id}`, tag: 'int64' }, `${id}: replayed`)
-    expectStatus(t, await client.createPlant({ id, name: 'another name', tag: 'int64' }), 409, new RegExp(`with id ${id} already exists`))
-  }
-  for (const id of [INT64_MAX + 1n, INT64_MIN - 1n]) expectStatus(t, await client.createPlant({ id, name: 'out of range' }), 400, /body\/id must match format "int64"/)
-})
+t.test(
+  'ids beyond 2^53 and at the int64 limits: created, replayed and conflicting exactly; outside int64, 400',
+  async (t) => {
+    for (const id of IDS) {
+      const body: Plant = expectStatus(t, await client.createPlant({ id, name: `plant ${id}`, tag: 'int64' }), 200).body
+      t.strictSame(body, { name: `plant ${id}`, tag: 'int64' }, `${id}: created (no neighbour took its place)`)
+    }
+    for (const id of IDS) {
+      t.strictSame(
+        expectStatus(t, await client.createPlant({ id, name: `plant ${id}`, tag: 'int64' }), 200).body,
+        { name: `plant ${id}`, tag: 'int64' },
+        `${id}: replayed`,
+      )
+      expectStatus(
+        t,
+        await client.createPlant({ id, name: 'another name', tag: 'int64' }),
+        409,
+        new RegExp(`with id ${id} already exists`),
+      )
+    }
+    for (const id of [INT64_MAX + 1n, INT64_MIN - 1n])
+      expectStatus(t, await client.createPlant({ id, name: 'out of range' }), 400, /body\/id must match format "int64"/)
+  },
+)
 
-t.test('the body narrows to Plant on 200, to Error on 401 (with the challenge); a base URL with a trailing slash works alike', async (t) => {
-  const result = await new PlantStoreClient({ baseUrl: new URL(`${url}/`), token: TOKEN }).createPlant({ id: 8n, name: 'Monstera deliciosa' })
-  if (result.status !== 200) return t.fail(`expected 200, got ${result.status}`)
-  const name: string = result.body.name
-  // @ts-expect-error -- a Plant has no message.
-  void result.body.message
-  t.strictSame(result.body, { name: 'Monstera deliciosa' }, 'no tag sent, none answered')
-  const refused = await new PlantStoreClient({ baseUrl: url, token: 'not-a-valid-token-0000' }).createPlant({ id: 7n, name })
-  if (refused.status !== 401) return t.fail(`expected 401, got ${refused.status}`)
-  const body: ErrorBody = refused.body
-  // @ts-expect-error -- a 401 carries an Error, not a Plant.
-  const plant: Plant = refused.body
-  t.match([body, plant], [{ error: 401 }, { error: 401 }])
-  t.match(refused.headers.get('www-authenticate'), /^Bearer realm="plant-store"/)
-})
+t.test(
+  'the body narrows to Plant on 200, to Error on 401 (with the challenge); a base URL with a trailing slash works alike',
+  async (t) => {
+    const result = await new PlantStoreClient({ baseUrl: new URL(`${url}/`), token: TOKEN }).createPlant({
+      id: 8n,
+      name: 'Monstera deliciosa',
+    })
+    if (result.status !== 200) return t.fail(`expected 200, got ${result.status}`)
+    const name: string = result.body.name
+    // @ts-expect-error -- a Plant has no message.
+    void result.body.message
+    t.strictSame(result.body, { name: 'Monstera deliciosa' }, 'no tag sent, none answered')
+    const refused = await new PlantStoreClient({ baseUrl: url, token: 'not-a-valid-token-0000' }).createPlant({
+      id: 7n,
+      name,
+    })
+    if (refused.status !== 401) return t.fail(`expected 401, got ${refused.status}`)
+    const body: ErrorBody = refused.body
+    // @ts-expect-error -- a 401 carries an Error, not a Plant.
+    const plant: Plant = refused.body
+    t.match([body, plant], [{ error: 401 }, { error: 401 }])
+    t.match(refused.headers.get('www-authenticate'), /^Bearer realm="plant-store"/)
+  },
+)
 
 t.test('an answer outside the contract throws PlantStoreResponseError with the status', async (t) => {
   const notAllowed = await fetch(new URL('/plants', url), { method: 'GET' })
-  await t.rejects(readCreatePlantResponse(notAllowed), { name: 'PlantStoreResponseError', status: 405 }, '405 is not declared for createPlant')
-  await t.rejects(readCreatePlantResponse(new Response('not json', { status: 200 })), PlantStoreResponseError, 'a body that is not JSON')
+  await t.rejects(
+    readCreatePlantResponse(notAllowed),
+    { name: 'PlantStoreResponseError', status: 405 },
+    '405 is not declared for createPlant',
+  )
+  await t.rejects(
+    readCreatePlantResponse(new Response('not json', { status: 200 })),
+    PlantStoreResponseError,
+    'a body that is not JSON',
+  )
 })
 
 t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
@@ -98,24 +152,37 @@ t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
   t.type(timedOut, PlantStoreNetworkError, 'timeoutMs passed')
   t.equal(((timedOut as Error).cause as Error).name, 'TimeoutError')
 
-  const aborted = await client.createPlant({ id: 1n, name: 'Fern' }, { signal: AbortSignal.abort() }).catch((error: unknown) => error)
+  const aborted = await client
+    .createPlant({ id: 1n, name: 'Fern' }, { signal: AbortSignal.abort() })
+    .catch((error: unknown) => error)
   t.type(aborted, PlantStoreNetworkError, 'signal aborted')
   t.equal(((aborted as Error).cause as Error).name, 'AbortError')
 })
 
-t.test('openapi-fetch: create and replay 200 with the Plant as typed data; 409 and 400 (a string id, refused by the types) with a typed Error', async (t) => {
-  const typed = createClient<paths>({ baseUrl: url, bodySerializer: (body) => stringify(body)!, headers: { authorization: `Bearer ${TOKEN}` } })
-  const monstera = { id: EDGE + 3n, name: 'Monstera deliciosa', tag: 'indoor' }
-  for (const attempt of ['create', 'replay']) {
-    const { data, error, response } = await typed.POST('/plants', { body: monstera })
-    t.equal(response.status, 200, attempt)
-    const plant: Plant | undefined = data
-    t.same([plant, error], [{ name: monstera.name, tag: monstera.tag }, undefined])
-  }
-  const conflict = await typed.POST('/plants', { body: { id: monstera.id, name: 'Ficus lyrata' } })
-  const body: ErrorBody | undefined = conflict.error
-  t.match([conflict.response.status, conflict.data, body], [409, undefined, { error: 409, message: /\b9007199254740995\b/ }], 'the message names the id exactly')
-  // @ts-expect-error -- NewPlant.id is an int64, a bigint: the compiler rejects a string.
-  const refused = await typed.POST('/plants', { body: { id: '3', name: 'Fern' } })
-  t.match([refused.response.status, refused.error], [400, { error: 400, message: /body\/id/ }])
-})
+t.test(
+  'openapi-fetch: create and replay 200 with the Plant as typed data; 409 and 400 (a string id, refused by the types) with a typed Error',
+  async (t) => {
+    const typed = createClient<paths>({
+      baseUrl: url,
+      bodySerializer: (body) => stringify(body)!,
+      headers: { authorization: `Bearer ${TOKEN}` },
+    })
+    const monstera = { id: EDGE + 3n, name: 'Monstera deliciosa', tag: 'indoor' }
+    for (const attempt of ['create', 'replay']) {
+      const { data, error, response } = await typed.POST('/plants', { body: monstera })
+      t.equal(response.status, 200, attempt)
+      const plant: Plant | undefined = data
+      t.same([plant, error], [{ name: monstera.name, tag: monstera.tag }, undefined])
+    }
+    const conflict = await typed.POST('/plants', { body: { id: monstera.id, name: 'Ficus lyrata' } })
+    const body: ErrorBody | undefined = conflict.error
+    t.match(
+      [conflict.response.status, conflict.data, body],
+      [409, undefined, { error: 409, message: /\b9007199254740995\b/ }],
+      'the message names the id exactly',
+    )
+    // @ts-expect-error -- NewPlant.id is an int64, a bigint: the compiler rejects a string.
+    const refused = await typed.POST('/plants', { body: { id: '3', name: 'Fern' } })
+    t.match([refused.response.status, refused.error], [400, { error: 400, message: /body\/id/ }])
+  },
+)

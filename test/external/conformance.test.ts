@@ -35,8 +35,22 @@ const REQUEST_TIMEOUT_MS = 60_000
 
 /** Starts `prism proxy <contract> <upstream>` on a free port until it answers; killed at teardown. @returns its URL. @throws with its output when it exits or is not ready in time. */
 async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]): Promise<string> {
-  const args = [PRISM_BIN, 'proxy', contract, upstream, '--host', '127.0.0.1', '--port', '0', '--multiprocess=false', ...flags]
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, FORCE_COLOR: '0' } })
+  const args = [
+    PRISM_BIN,
+    'proxy',
+    contract,
+    upstream,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    '0',
+    '--multiprocess=false',
+    ...flags,
+  ]
+  const child = spawn(process.execPath, args, {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, FORCE_COLOR: '0' },
+  })
   t.teardown(() => void child.kill('SIGKILL'))
   let output = ''
   const collect = (chunk: Buffer) => (output = (output + chunk.toString()).slice(-20_000))
@@ -49,7 +63,11 @@ async function startPrism(t: TestContext, contract: string, upstream: string, fl
     if (Date.now() > deadline) throw failure(`was not ready within ${START_TIMEOUT_MS} ms`)
     const url = /Prism is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
     // Any HTTP answer means it serves; GET is not an operation of the contract.
-    if (url !== undefined && (await fetch(`${url}/plants`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined))) return url
+    if (
+      url !== undefined &&
+      (await fetch(`${url}/plants`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined))
+    )
+      return url
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
@@ -69,8 +87,15 @@ type Sent = { headers: Record<string, string>; body?: PlantBody }
 async function send(base: string, request: Sent): Promise<Judgement> {
   const response = await postPlant(base, request.body, { headers: request.headers, timeoutMs: REQUEST_TIMEOUT_MS })
   const header = response.headers['sl-violations']
-  const problem = response.headers['content-type']?.startsWith('application/problem+json') ? (response.json() as { type: string }).type : undefined
-  return { status: response.statusCode, body: response.body, violations: header === undefined ? [] : JSON.parse(String(header)), prismProblem: problem }
+  const problem = response.headers['content-type']?.startsWith('application/problem+json')
+    ? (response.json() as { type: string }).type
+    : undefined
+  return {
+    status: response.statusCode,
+    body: response.body,
+    violations: header === undefined ? [] : JSON.parse(String(header)),
+    prismProblem: problem,
+  }
 }
 
 const bearer = { authorization: `Bearer ${TOKEN}` }
@@ -92,21 +117,73 @@ interface Case {
 /** The exchanges, in order (create before replay and conflict), on ids from `id` up. */
 function cases(id: number): Case[] {
   return [
-    { name: '200 create with a tag', status: 200, validRequest: true, init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }) },
-    { name: '200 idempotent replay', status: 200, validRequest: true, init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }) },
-    { name: '200 create without a tag', status: 200, validRequest: true, init: json({ id: id + 1, name: 'Ficus lyrata' }) },
+    {
+      name: '200 create with a tag',
+      status: 200,
+      validRequest: true,
+      init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }),
+    },
+    {
+      name: '200 idempotent replay',
+      status: 200,
+      validRequest: true,
+      init: json({ id, name: 'Monstera deliciosa', tag: 'indoor' }),
+    },
+    {
+      name: '200 create without a tag',
+      status: 200,
+      validRequest: true,
+      init: json({ id: id + 1, name: 'Ficus lyrata' }),
+    },
     { name: '409 same id, other content', status: 409, validRequest: true, init: json({ id, name: 'Ficus lyrata' }) },
-    { name: '400 id of the wrong type', status: 400, validRequest: false, init: json({ id: String(id + 2), name: 'x' }) },
+    {
+      name: '400 id of the wrong type',
+      status: 400,
+      validRequest: false,
+      init: json({ id: String(id + 2), name: 'x' }),
+    },
     { name: '400 name missing', status: 400, validRequest: false, init: json({ id: id + 2 }) },
     { name: '400 name null', status: 400, validRequest: false, init: json({ id: id + 2, name: null }) },
     { name: '400 NUL in name', status: 400, validRequest: false, init: json({ id: id + 2, name: 'a\u0000b' }) },
     // JSON.parse and JSON.stringify keep 1e+30 as it is, so the service gets the same text.
-    { name: '400 id outside int64', status: 400, validRequest: false, init: { headers: { ...bearer, 'content-type': 'application/json' }, body: `{"id":1e+30,"name":"x"}` } },
-    { name: '401 token not valid', status: 401, validRequest: true, init: json({ id: id + 2, name: 'x' }, { authorization: 'Bearer not-a-valid-token-0123456789' }) },
-    { name: '401 no token', status: 401, validRequest: false, answeredByPrism: true, init: json({ id: id + 2, name: 'x' }, {}) },
-    { name: '401 other scheme', status: 401, validRequest: false, answeredByPrism: true, init: json({ id: id + 2, name: 'x' }, { authorization: `Basic ${TOKEN}` }) },
-    { name: '413 body over the limit', status: 413, validRequest: true, init: json({ id: id + 2, name: 'x'.repeat(70_000) }) },
-    { name: '415 text/plain', status: 415, validRequest: false, init: { headers: { ...bearer, 'content-type': 'text/plain' }, body: '{"id":1,"name":"x"}' } },
+    {
+      name: '400 id outside int64',
+      status: 400,
+      validRequest: false,
+      init: { headers: { ...bearer, 'content-type': 'application/json' }, body: `{"id":1e+30,"name":"x"}` },
+    },
+    {
+      name: '401 token not valid',
+      status: 401,
+      validRequest: true,
+      init: json({ id: id + 2, name: 'x' }, { authorization: 'Bearer not-a-valid-token-0123456789' }),
+    },
+    {
+      name: '401 no token',
+      status: 401,
+      validRequest: false,
+      answeredByPrism: true,
+      init: json({ id: id + 2, name: 'x' }, {}),
+    },
+    {
+      name: '401 other scheme',
+      status: 401,
+      validRequest: false,
+      answeredByPrism: true,
+      init: json({ id: id + 2, name: 'x' }, { authorization: `Basic ${TOKEN}` }),
+    },
+    {
+      name: '413 body over the limit',
+      status: 413,
+      validRequest: true,
+      init: json({ id: id + 2, name: 'x'.repeat(70_000) }),
+    },
+    {
+      name: '415 text/plain',
+      status: 415,
+      validRequest: false,
+      init: { headers: { ...bearer, 'content-type': 'text/plain' }, body: '{"id":1,"name":"x"}' },
+    },
     { name: '415 no body, no content type', status: 415, validRequest: false, init: { headers: bearer } },
   ]
 }
@@ -143,7 +220,11 @@ function conforms(t: Test, judged: Judgement, status: number): void {
   t.same(responseViolations, [], 'no response violation in sl-violations')
   t.equal(judged.prismProblem, undefined, 'not a problem document generated by Prism')
   t.equal(judged.status, status, `the service answered ${status}`)
-  t.equal((JSON.parse(judged.body) as { error?: number }).error, status === 200 ? undefined : status, 'the body is the service’s')
+  t.equal(
+    (JSON.parse(judged.body) as { error?: number }).error,
+    status === 200 ? undefined : status,
+    'the body is the service’s',
+  )
 }
 
 t.test('through prism --errors: every response conforms', async (t) => {
@@ -158,7 +239,11 @@ t.test('through prism without --errors: every response conforms, requests judged
       const judged = await send(lenient, c.init)
       conforms(t, judged, c.status)
       const requestViolations = judged.violations.filter((v) => v.location[0] === 'request')
-      t.equal(requestViolations.length > 0, !c.validRequest, `Prism finds the request ${c.validRequest ? 'valid' : 'invalid'}`)
+      t.equal(
+        requestViolations.length > 0,
+        !c.validRequest,
+        `Prism finds the request ${c.validRequest ? 'valid' : 'invalid'}`,
+      )
     })
   }
 })
@@ -176,5 +261,7 @@ t.test('canary: prism flags responses that break its contract (the check can fai
   t.match(created.violations, [{ location: ['response', 'body'], severity: 'Error', message: /colour/ }])
   const conflict = await send(canary, json({ id: 3000, name: 'Ficus lyrata' }))
   t.equal(conflict.status, 409, 'an undeclared non-2xx status passes through')
-  t.match(conflict.violations, [{ location: ['response'], severity: 'Warning', message: /Unable to match the returned status code/ }])
+  t.match(conflict.violations, [
+    { location: ['response'], severity: 'Warning', message: /Unable to match the returned status code/ },
+  ])
 })

@@ -43,10 +43,14 @@ async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promi
     markInterruptAsFailure: false,
     ...(PATH === undefined ? {} : { path: PATH, endOnFailure: true }),
   })
-  t.notOk(details.failed, `holds (seed ${details.seed}, ${details.numRuns} runs${details.interrupted ? ', stopped by the time limit' : ''})`, {
-    report: fc.defaultReportMessage(details),
-    error: details.errorInstance === undefined ? undefined : String(details.errorInstance),
-  })
+  t.notOk(
+    details.failed,
+    `holds (seed ${details.seed}, ${details.numRuns} runs${details.interrupted ? ', stopped by the time limit' : ''})`,
+    {
+      report: fc.defaultReportMessage(details),
+      error: details.errorInstance === undefined ? undefined : String(details.errorInstance),
+    },
+  )
   t.ok(details.numRuns > 0, 'the property was checked on at least one input')
 }
 
@@ -58,7 +62,16 @@ const INT64 = { min: -(2n ** 63n), max: 2n ** 63n - 1n }
 
 /** Bytes a string takes inside a JSON string literal. */
 const jsonBytes = (text: string) => Buffer.byteLength(JSON.stringify(text)) - 2
-const rightToLeft = fc.constantFrom('\u05D0\u05B8', '\u05E9', '\u0627\u0644', '\u0645', '\u200F', '\u202E', '\u2067', '\u061C')
+const rightToLeft = fc.constantFrom(
+  '\u05D0\u05B8',
+  '\u05E9',
+  '\u0627\u0644',
+  '\u0645',
+  '\u200F',
+  '\u202E',
+  '\u2067',
+  '\u061C',
+)
 const astral = fc.integer({ min: 0x10000, max: 0x10ffff }).map((code) => String.fromCodePoint(code))
 const oneOf = (unit: 'binary' | 'grapheme') => fc.string({ unit, minLength: 1, maxLength: 1 })
 const unit = fc.oneof(oneOf('binary'), oneOf('grapheme'))
@@ -71,7 +84,11 @@ const longText = (min: number, max: number) =>
       fc.integer({ min, max }),
     )
     .map(([piece, bytes]) => piece.repeat(Math.max(1, Math.floor(bytes / jsonBytes(piece)))))
-const text = fc.oneof({ arbitrary: anyText(40), weight: 5 }, { arbitrary: fc.constant(''), weight: 1 }, { arbitrary: longText(BODY_LIMIT - 3000, BODY_LIMIT - 200), weight: 1 })
+const text = fc.oneof(
+  { arbitrary: anyText(40), weight: 5 },
+  { arbitrary: fc.constant(''), weight: 1 },
+  { arbitrary: longText(BODY_LIMIT - 3000, BODY_LIMIT - 200), weight: 1 },
+)
 
 interface Generated {
   id: bigint
@@ -80,12 +97,16 @@ interface Generated {
   extras: Record<string, unknown>
 }
 /** Whether the contract's NewPlant schema accepts it (the id, a bigint, is drawn from the int64 range above). */
-const allowed = (p: Generated) => isNewPlant({ ...p.extras, id: 0, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })
+const allowed = (p: Generated) =>
+  isNewPlant({ ...p.extras, id: 0, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })
 
 const newPlant: fc.Arbitrary<Generated> = fc
   .record(
     {
-      id: fc.oneof({ arbitrary: fc.bigInt(INT64), weight: 9 }, fc.constantFrom(INT64.min, INT64.max, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n)),
+      id: fc.oneof(
+        { arbitrary: fc.bigInt(INT64), weight: 9 },
+        fc.constantFrom(INT64.min, INT64.max, 2n ** 53n + 1n, -(2n ** 53n) - 1n, 0n),
+      ),
       name: text,
       tag: text,
       extras: fc.dictionary(
@@ -111,11 +132,21 @@ const members = (p: Generated): Array<[string, string]> => [
 const space = fc.constantFrom('', ' ', '\n', '\t', '\r\n  ')
 /** `application/json` as a client may write it: any case (RFC 9110 §8.3.1), with or without a charset. */
 const jsonMediaType = fc
-  .tuple(fc.mixedCase(fc.constant('application/json')), fc.constantFrom('', '; charset=utf-8', ';charset=UTF-8', ' ; charset="utf-8"'))
+  .tuple(
+    fc.mixedCase(fc.constant('application/json')),
+    fc.constantFrom('', '; charset=utf-8', ';charset=UTF-8', ' ; charset="utf-8"'),
+  )
   .map(([type, parameters]) => type + parameters)
 /** A valid NewPlant, its JSON text (members in any order, at most BODY_LIMIT bytes) and its media type. */
 const validBody = newPlant
-  .chain((plant) => fc.tuple(fc.constant(plant), fc.shuffledSubarray(members(plant), { minLength: members(plant).length }), space, jsonMediaType))
+  .chain((plant) =>
+    fc.tuple(
+      fc.constant(plant),
+      fc.shuffledSubarray(members(plant), { minLength: members(plant).length }),
+      space,
+      jsonMediaType,
+    ),
+  )
   .map(([plant, shuffled, gap, contentType]) => ({ plant, body: jsonText(shuffled, gap), contentType }))
   .filter(({ body }) => Buffer.byteLength(body) <= BODY_LIMIT)
 
@@ -168,37 +199,69 @@ const nonInteger = fc.oneof(
 )
 /** Integer literals outside int64: exact decimals, exponents, and huge exponents. */
 const hugeNumber = fc.oneof(
-  fc.oneof(fc.bigInt({ min: INT64.max + 1n, max: 10n ** 40n }), fc.bigInt({ min: -(10n ** 40n), max: INT64.min - 1n })).map(String),
-  fc.tuple(fc.constantFrom('', '-'), fc.integer({ min: 19, max: 400 })).map(([sign, exponent]) => `${sign}1e${exponent}`),
+  fc
+    .oneof(fc.bigInt({ min: INT64.max + 1n, max: 10n ** 40n }), fc.bigInt({ min: -(10n ** 40n), max: INT64.min - 1n }))
+    .map(String),
+  fc
+    .tuple(fc.constantFrom('', '-'), fc.integer({ min: 19, max: 400 }))
+    .map(([sign, exponent]) => `${sign}1e${exponent}`),
   fc.constantFrom('1.5', '-0.5', '1.0000000000000000001', '9223372036854775807.5', '1e-7'),
 )
 const plainPlant = validBody.filter(({ body }) => Buffer.byteLength(body) < 1000)
-const json = (body: string | Buffer, status: Invalid['status'], kind: string): Invalid => ({ kind, payload: body, headers: JSON_HEADERS, status })
+const json = (body: string | Buffer, status: Invalid['status'], kind: string): Invalid => ({
+  kind,
+  payload: body,
+  headers: JSON_HEADERS,
+  status,
+})
 /** Media types other than `application/json`, comma-separated (the last one empty: none). */
 const OTHER_TYPES =
   'text/plain,application/xml,text/json,application/jsonx,application/json5,application/json-patch+json,application/x-www-form-urlencoded,multipart/form-data; boundary=x,*/*,application/*,json,'
 const mediaType = fc
   .oneof(
     fc.constantFrom(...OTHER_TYPES.split(',')),
-    fc.tuple(fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/), fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/)).map(([type, sub]) => `${type}/${sub}`),
+    fc
+      .tuple(fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/), fc.stringMatching(/^[a-z][a-z0-9.+-]{0,12}$/))
+      .map(([type, sub]) => `${type}/${sub}`),
   )
   .filter((type) => type.split(';')[0]!.trim().toLowerCase() !== 'application/json')
 
 /** A mutation of a small valid plant: `mutate` gets its members and returns invalid cases. */
-const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) => plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
+const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) =>
+  plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
 const without = (plant: Array<[string, string]>, key: string) => plant.filter(([k]) => k !== key)
 
 const invalid: fc.Arbitrary<Invalid> = fc.oneof(
-  mutation((p) => fc.tuple(fc.constantFrom('name', 'tag'), nonString).map(([key, value]) => json(jsonText([...without(p, key), [key, JSON.stringify(value)]], ''), 400, `${key} not a string`))),
-  mutation((p) => nonInteger.map((value) => json(jsonText([...without(p, 'id'), ['id', JSON.stringify(value)]], ''), 400, 'id not an integer'))),
-  mutation((p) => hugeNumber.map((literal) => json(jsonText([...without(p, 'id'), ['id', literal]], ''), 400, 'id outside int64'))),
-  mutation((p) => fc.constantFrom('id', 'name').map((key) => json(jsonText(without(p, key), ''), 400, `${key} missing`))),
-  mutation((p) => fc.constantFrom('[%]', '{"plant":%}', '[[%]]', '{"id":%,"name":"x"}').map((wrap) => json(wrap.replace('%', jsonText(p, '')), 400, 'nested junk'))),
+  mutation((p) =>
+    fc
+      .tuple(fc.constantFrom('name', 'tag'), nonString)
+      .map(([key, value]) =>
+        json(jsonText([...without(p, key), [key, JSON.stringify(value)]], ''), 400, `${key} not a string`),
+      ),
+  ),
+  mutation((p) =>
+    nonInteger.map((value) =>
+      json(jsonText([...without(p, 'id'), ['id', JSON.stringify(value)]], ''), 400, 'id not an integer'),
+    ),
+  ),
+  mutation((p) =>
+    hugeNumber.map((literal) => json(jsonText([...without(p, 'id'), ['id', literal]], ''), 400, 'id outside int64')),
+  ),
+  mutation((p) =>
+    fc.constantFrom('id', 'name').map((key) => json(jsonText(without(p, key), ''), 400, `${key} missing`)),
+  ),
+  mutation((p) =>
+    fc
+      .constantFrom('[%]', '{"plant":%}', '[[%]]', '{"id":%,"name":"x"}')
+      .map((wrap) => json(wrap.replace('%', jsonText(p, '')), 400, 'nested junk')),
+  ),
   mutation((p) =>
     fc
       .tuple(fc.constantFrom(...p), fc.jsonValue({ maxDepth: 1 }))
       .filter(([[, value], other]) => JSON.stringify(other) !== value)
-      .map(([[key], other]) => json(jsonText([...p, [key, JSON.stringify(other)]], ''), 400, `duplicate ${key}, another value`)),
+      .map(([[key], other]) =>
+        json(jsonText([...p, [key, JSON.stringify(other)]], ''), 400, `duplicate ${key}, another value`),
+      ),
   ),
   mutation((p) => fc.constant(json(jsonText([...p, ['x', '{"a":1,"a":2}']], ''), 400, 'nested duplicate'))),
   mutation((p) =>
@@ -209,7 +272,13 @@ const invalid: fc.Arbitrary<Invalid> = fc.oneof(
       status: 415 as const,
     })),
   ),
-  mutation((p) => fc.integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT }).map((bytes) => json(jsonText([...p, ['padding', JSON.stringify('x'.repeat(bytes))]], ''), 413, 'over the body limit'))),
+  mutation((p) =>
+    fc
+      .integer({ min: BODY_LIMIT + 1, max: 3 * BODY_LIMIT })
+      .map((bytes) =>
+        json(jsonText([...p, ['padding', JSON.stringify('x'.repeat(bytes))]], ''), 413, 'over the body limit'),
+      ),
+  ),
   fc.uint8Array({ maxLength: 512 }).map((bytes) => json(Buffer.from(bytes), 400, 'random bytes')),
   fc.string({ unit: 'binary', maxLength: 200 }).map((junk) => json(junk, 400, 'random text')),
 )
@@ -227,17 +296,28 @@ t.test('a mutated body gets 400, 413 or 415 with the Error body, never a 5xx, an
     }),
   )
   // Nothing was stored: a plant under any of those ids, with a name none of them had, is a first create.
-  const created = await Promise.all([...ids].slice(0, 50).map((id) => postPlant(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)))
+  const created = await Promise.all(
+    [...ids].slice(0, 50).map((id) => postPlant(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)),
+  )
   const taken = created.map((response) => response.statusCode).filter((status) => status !== 200)
   t.same(taken, [], `${Math.min(ids.size, 50)} ids are still free`)
 })
 
 t.test('without a valid token any request gets 401, whatever its body (authentication first)', async (t) => {
   const app = await build(t, { bodyLimit: BODY_LIMIT })
-  const credentials = fc.constantFrom(undefined, 'Bearer', `Bearer ${OTHER_TOKEN}x`, `Basic ${OTHER_TOKEN}`, 'Bearer not-a-token-0123456789abcdef')
+  const credentials = fc.constantFrom(
+    undefined,
+    'Bearer',
+    `Bearer ${OTHER_TOKEN}x`,
+    `Basic ${OTHER_TOKEN}`,
+    'Bearer not-a-token-0123456789abcdef',
+  )
   const request = fc.oneof(
     invalid,
-    validBody.map(({ body, contentType }) => ({ payload: body, headers: { ...JSON_HEADERS, 'content-type': contentType } })),
+    validBody.map(({ body, contentType }) => ({
+      payload: body,
+      headers: { ...JSON_HEADERS, 'content-type': contentType },
+    })),
   )
   await holds(
     t,
@@ -254,7 +334,11 @@ t.test('without a valid token any request gets 401, whatever its body (authentic
 
 t.test('a member repeated with an equal value is the same plant: 200 (RFC 8259 §4: no ambiguity)', async (t) => {
   const app = await build(t, { bodyLimit: BODY_LIMIT })
-  const duplicated = plainPlant.map(({ plant }) => members(plant)).chain((p) => fc.constantFrom(...p).map((member) => ({ plain: jsonText(p, ''), repeated: jsonText([...p, member], '') })))
+  const duplicated = plainPlant
+    .map(({ plant }) => members(plant))
+    .chain((p) =>
+      fc.constantFrom(...p).map((member) => ({ plain: jsonText(p, ''), repeated: jsonText([...p, member], '') })),
+    )
   await holds(
     t,
     fc.asyncProperty(duplicated, async ({ plain, repeated }) => {

@@ -7,7 +7,13 @@
 import { open, requestHead, type Target } from './raw-http.ts'
 
 /** Where in an exchange the connection is cut. */
-export const PHASES = ['in the request line', 'after the headers', 'in the body', 'after the body, before the answer', 'after the first byte of the answer'] as const
+export const PHASES = [
+  'in the request line',
+  'after the headers',
+  'in the body',
+  'after the body, before the answer',
+  'after the first byte of the answer',
+] as const
 
 export type Phase = (typeof PHASES)[number]
 
@@ -30,7 +36,13 @@ export const WRONG_TOKEN = `${'w'.repeat(20)}${'x'.repeat(20)}`
 export function requestShapes(token: string, prefix = ''): RequestShape[] {
   const json = { 'Content-Type': 'application/json' }
   const plant = '{"id":424242,"name":"Aborted Ficus"}'
-  const create = shape('a valid create', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${token}` }, plant)
+  const create = shape(
+    'a valid create',
+    'POST',
+    `${prefix}/plants`,
+    { ...json, Authorization: `Bearer ${token}` },
+    plant,
+  )
   return [
     shape('the docs', 'GET', `${prefix}/docs/json`, {}),
     shape('an unknown path', 'GET', `${prefix}/nothing`, {}),
@@ -38,7 +50,13 @@ export function requestShapes(token: string, prefix = ''): RequestShape[] {
     shape('a wrong token', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${WRONG_TOKEN}` }, plant),
     create,
     { name: 'a pipelined pair', head: `${create.head}${create.body}${create.head}`, body: create.body },
-    shape('Expect: 100-continue', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${token}`, Expect: '100-continue' }, plant),
+    shape(
+      'Expect: 100-continue',
+      'POST',
+      `${prefix}/plants`,
+      { ...json, Authorization: `Bearer ${token}`, Expect: '100-continue' },
+      plant,
+    ),
   ]
 }
 
@@ -52,7 +70,13 @@ async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase,
   socket.on('error', () => {})
   socket.on('data', () => phase === PHASES[4] && cut())
   socket.once(tls ? 'secureConnect' : 'connect', () => {
-    const sent = [head.slice(0, Math.max(1, head.indexOf('\r\n') >> 1)), head, head + body.slice(0, body.length >> 1), head + body, head + body]
+    const sent = [
+      head.slice(0, Math.max(1, head.indexOf('\r\n') >> 1)),
+      head,
+      head + body.slice(0, body.length >> 1),
+      head + body,
+      head + body,
+    ]
     socket.write(sent[PHASES.indexOf(phase)]!)
     if (phase !== PHASES[4]) cut()
   })
@@ -73,7 +97,10 @@ export async function cutEveryPhase(
   const work: Array<() => Promise<{ shape: string; phase: Phase }>> = []
   for (let round = 0; round < rounds; round++) {
     for (const request of requestShapes(token, prefix)) {
-      for (const phase of PHASES) work.push(() => cutAt(target, request, phase, (round + work.length) % 2 === 0).then(() => ({ shape: request.name, phase })))
+      for (const phase of PHASES)
+        work.push(() =>
+          cutAt(target, request, phase, (round + work.length) % 2 === 0).then(() => ({ shape: request.name, phase })),
+        )
     }
   }
   const done: Array<{ shape: string; phase: Phase }> = []

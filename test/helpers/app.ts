@@ -27,7 +27,8 @@ export type TestContext = Pick<Test, 'teardown'>
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
 /** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
-export const POSTGRES_URL = TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
+export const POSTGRES_URL =
+  TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
 /** Creates an empty PostgreSQL database on {@link POSTGRES_URL}, dropped at `t`'s teardown. @returns its `postgres://` URL. */
 export async function postgresDatabase(t: TestContext): Promise<string> {
@@ -98,11 +99,18 @@ export const OTHER_TOKEN = 'rotated-token-Pw5eT9yU3iO7aS1dG6hJ0kL4zX8c'
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
 /** Limits off (rate limits, load shedding on a busy machine): a test of a limit turns it on. */
-export const LIMITS_OFF = { RATE_LIMIT_MAX: '0', AUTH_FAILURE_LIMIT_MAX: '0', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' } as const
+export const LIMITS_OFF = {
+  RATE_LIMIT_MAX: '0',
+  AUTH_FAILURE_LIMIT_MAX: '0',
+  LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
+} as const
 
 /** A test app's configuration: `loadConfig`'s defaults, both test tokens, {@link LIMITS_OFF}, then `overrides`. */
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
-  return { ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }), ...overrides }
+  return {
+    ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }),
+    ...overrides,
+  }
 }
 
 /** Options to open a store directly in a test: the test defaults (a dropped idle connection is no failure), then `overrides`. */
@@ -114,7 +122,11 @@ export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOption
  * Builds the application, closed at teardown, on a fresh store unless `overrides`
  * names one (`dataDir`/`databaseUrl`, e.g. from {@link freshStore}); silent unless `logger`.
  */
-export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
+export async function build(
+  t: TestContext,
+  overrides: Partial<AppConfig> = {},
+  logger: FastifyServerOptions['logger'] = false,
+): Promise<FastifyInstance> {
   const store = overrides.dataDir === undefined && overrides.databaseUrl === undefined ? await freshStore(t) : {}
   const app = await createApp(testConfig({ ...store, ...overrides }), logger)
   t.teardown(() => app.close())
@@ -122,7 +134,10 @@ export async function build(t: TestContext, overrides: Partial<AppConfig> = {}, 
 }
 
 /** Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts (a test's deadlines never apply to start-up). */
-export async function migratedApp(t: TestContext, overrides: Partial<AppConfig> & { databaseUrl: string }): Promise<FastifyInstance> {
+export async function migratedApp(
+  t: TestContext,
+  overrides: Partial<AppConfig> & { databaseUrl: string },
+): Promise<FastifyInstance> {
   const { dataDir } = await freshStore(t)
   const store = openStore(storeOptions({ dataDir, databaseUrl: overrides.databaseUrl }))
   await migrateToLatest(store).finally(() => store.close())
@@ -130,7 +145,10 @@ export async function migratedApp(t: TestContext, overrides: Partial<AppConfig> 
 }
 
 /** Builds the application listening on a free loopback port; returns it and its base URL. */
-export async function listen(t: TestContext, overrides: Partial<AppConfig> = {}): Promise<{ app: FastifyInstance; url: string }> {
+export async function listen(
+  t: TestContext,
+  overrides: Partial<AppConfig> = {},
+): Promise<{ app: FastifyInstance; url: string }> {
   const app = await build(t, overrides)
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }
@@ -141,7 +159,8 @@ export function logSink(): { stream: Writable; lines: Array<Record<string, unkno
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as Record<string, unknown>)
+      for (const line of chunk.toString().split('\n').filter(Boolean))
+        lines.push(JSON.parse(line) as Record<string, unknown>)
       done()
     },
   })

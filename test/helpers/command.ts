@@ -33,7 +33,11 @@ export class CommandError extends Error {
  * Runs `command ARGS` in `cwd` to its exit, killed after `timeoutMs` (default 120 s); returns
  * its output. @throws {@link CommandError} when not found (naming `install`), failing or timed out.
  */
-export async function run(command: string, args: readonly string[], { cwd, timeoutMs = 120_000, install }: { cwd?: string; timeoutMs?: number; install?: string } = {}): Promise<RunResult> {
+export async function run(
+  command: string,
+  args: readonly string[],
+  { cwd, timeoutMs = 120_000, install }: { cwd?: string; timeoutMs?: number; install?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error === null) return resolve({ stdout, stderr })
@@ -42,8 +46,17 @@ export async function run(command: string, args: readonly string[], { cwd, timeo
         return reject(new CommandError(message, { stdout, stderr, exitCode: null }))
       }
       const exitCode = typeof error.code === 'number' ? error.code : null
-      const status = error.killed && error.signal !== null ? `killed by ${error.signal} after ${timeoutMs} ms` : (error.signal ?? `exit ${String(error.code)}`)
-      reject(new CommandError(`${command} ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`, { stdout, stderr, exitCode }))
+      const status =
+        error.killed && error.signal !== null
+          ? `killed by ${error.signal} after ${timeoutMs} ms`
+          : (error.signal ?? `exit ${String(error.code)}`)
+      reject(
+        new CommandError(`${command} ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`, {
+          stdout,
+          stderr,
+          exitCode,
+        }),
+      )
     })
   })
 }

@@ -20,7 +20,9 @@ ajv.addSchema(contract, 'contract')
 const validators = new Map<string, ValidateFunction>()
 
 /** Every operation of openapi.yaml (method upper case, path template, operationId), in the document's order. */
-export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operationId: string }> = Object.entries(contract.paths).flatMap(([path, item = {}]) =>
+export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operationId: string }> = Object.entries(
+  contract.paths,
+).flatMap(([path, item = {}]) =>
   Object.entries(item).flatMap(([method, operation]) => {
     const operationId = (operation as { operationId?: unknown }).operationId
     return typeof operationId === 'string' ? [{ method: method.toUpperCase(), path, operationId }] : []
@@ -59,7 +61,10 @@ function resolve(pointer: string): Record<string, unknown> {
   return pointer
     .slice(2)
     .split('/')
-    .reduce<unknown>((node, part) => (node as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')], contract) as Record<string, unknown>
+    .reduce<unknown>(
+      (node, part) => (node as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')],
+      contract,
+    ) as Record<string, unknown>
 }
 
 /** The body as JSON, or the problem that it is not. */
@@ -100,6 +105,7 @@ export function assertErrorBody(t: Test, response: AnyResponse, status: number):
   t.equal(response.statusCode, status, `status ${status}`)
   const problems = bodyProblems(response, schemaAt('#/components/schemas/Error'))
   const json = parsed(response)
-  if ('body' in json && (json.body as { error?: unknown } | null)?.error !== status) problems.push(`error is not ${status}: ${response.body}`)
+  if ('body' in json && (json.body as { error?: unknown } | null)?.error !== status)
+    problems.push(`error is not ${status}: ${response.body}`)
   t.same(problems, [], 'the Error body, error equal to the status')
 }

@@ -65,7 +65,11 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
         }
         const timer = setTimeout(() => {
           finish()
-          reject(new Error(`fewer than ${count} creates answered 200 within ${timeoutMs} ms; answers by status: ${JSON.stringify(countByStatus(outcomes))}`))
+          reject(
+            new Error(
+              `fewer than ${count} creates answered 200 within ${timeoutMs} ms; answers by status: ${JSON.stringify(countByStatus(outcomes))}`,
+            ),
+          )
         }, timeoutMs)
         const finish = () => {
           clearTimeout(timer)
@@ -86,7 +90,11 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
 async function create(agent: Agent, url: string, token: string, id: bigint, localAddress: string): Promise<Outcome> {
   const sentAt = performance.now()
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
-  const answer = await postPlant(url, { id, name: `plant ${id}` }, { agent, from: localAddress, timeoutMs: 15_000, headers }).then(
+  const answer = await postPlant(
+    url,
+    { id, name: `plant ${id}` },
+    { agent, from: localAddress, timeoutMs: 15_000, headers },
+  ).then(
     (response) => ({ status: response.statusCode, retryAfter: response.headers['retry-after'] }),
     () => ({ status: 0, retryAfter: undefined }),
   )
@@ -104,9 +112,16 @@ export function countByStatus(outcomes: readonly Outcome[]): Record<number, numb
  * A failover whose kill happened at `killedAt` (`performance.now()`): seconds from it to the first 200 of a request sent after it,
  * and the answers that came in between, by status. @throws when no request sent after the kill was answered 200.
  */
-export function failoverFigures(outcomes: readonly Outcome[], killedAt: number): { recoverySeconds: number; during: Record<number, number> } {
-  const recovered = outcomes.filter((outcome) => outcome.sentAt >= killedAt && outcome.status === 200).reduce((first, outcome) => Math.min(first, outcome.answeredAt), Infinity)
+export function failoverFigures(
+  outcomes: readonly Outcome[],
+  killedAt: number,
+): { recoverySeconds: number; during: Record<number, number> } {
+  const recovered = outcomes
+    .filter((outcome) => outcome.sentAt >= killedAt && outcome.status === 200)
+    .reduce((first, outcome) => Math.min(first, outcome.answeredAt), Infinity)
   if (recovered === Infinity) throw new Error('no create sent after the kill was answered 200')
-  const during = countByStatus(outcomes.filter((outcome) => outcome.answeredAt >= killedAt && outcome.answeredAt <= recovered))
+  const during = countByStatus(
+    outcomes.filter((outcome) => outcome.answeredAt >= killedAt && outcome.answeredAt <= recovered),
+  )
   return { recoverySeconds: (recovered - killedAt) / 1000, during }
 }

@@ -21,9 +21,13 @@ export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
 export function missing(need: Need): string | undefined {
   switch (need) {
     case 'redis':
-      return TEST_REDIS_URL === undefined ? 'Redis: no TEST_REDIS_URL; npm run test:services starts redis-server if it is installed (apt-get install redis-server)' : undefined
+      return TEST_REDIS_URL === undefined
+        ? 'Redis: no TEST_REDIS_URL; npm run test:services starts redis-server if it is installed (apt-get install redis-server)'
+        : undefined
     case 'root':
-      return process.getuid?.() === 0 ? undefined : 'root: mounting small file systems and running the service as another user need root (run npm run test:services as root)'
+      return process.getuid?.() === 0
+        ? undefined
+        : 'root: mounting small file systems and running the service as another user need root (run npm run test:services as root)'
     case 'chromium':
       return isExecutable(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
   }

@@ -25,10 +25,13 @@ export const NGINX = '/usr/sbin/nginx'
 /** The shipped example configuration. */
 export const NGINX_DIR = fileURLToPath(new URL('../../deploy/nginx/', import.meta.url))
 /** The path prefix the shipped configuration mounts the service under (e.g. `/plant-store`). */
-export const GATEWAY_PREFIX = /location (\/\S+)\/plants \{/.exec(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'))![1]!
+export const GATEWAY_PREFIX = /location (\/\S+)\/plants \{/.exec(
+  readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'),
+)![1]!
 /** The public path of `POST /plants` through the gateway. */
 export const PLANTS = `${GATEWAY_PREFIX}/plants`
-const SERVER_PARAMETERS = /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
+const SERVER_PARAMETERS =
+  /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
 
 /** A running gateway: `origin` (`https://127.0.0.1:<port>`), `url` (with the prefix), `ca` (its certificate), its access log. */
 export type Gateway = Awaited<ReturnType<typeof startGateway>>
@@ -45,7 +48,10 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
   for (const file of ['nginx.conf', 'errors.conf']) copyFileSync(join(NGINX_DIR, file), join(dir, file))
   const [cert, key] = [join(dir, 'cert.pem'), join(dir, 'key.pem')]
   await selfSignedCertificate(cert, key)
-  writeFileSync(join(dir, 'upstreams.conf'), upstreams.map((address) => `server ${address}${SERVER_PARAMETERS};\n`).join(''))
+  writeFileSync(
+    join(dir, 'upstreams.conf'),
+    upstreams.map((address) => `server ${address}${SERVER_PARAMETERS};\n`).join(''),
+  )
   const log = () => (existsSync(join(dir, 'access.log')) ? readFileSync(join(dir, 'access.log'), 'utf8') : '')
   // Whole lines only: the last one may still be on its way.
   /** The access log so far, one object per request (the shipped JSON format). */
@@ -54,8 +60,13 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
   // A port found free may be taken before nginx binds it: try another.
   for (let attempt = 1; ; attempt++) {
     const port = await freePort()
-    writeFileSync(join(dir, 'listen.conf'), `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`)
-    const child = spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-p', `${dir}/`, '-g', 'daemon off;'], { stdio: ['ignore', 'ignore', 'pipe'] })
+    writeFileSync(
+      join(dir, 'listen.conf'),
+      `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`,
+    )
+    const child = spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-p', `${dir}/`, '-g', 'daemon off;'], {
+      stdio: ['ignore', 'ignore', 'pipe'],
+    })
     let stderr = ''
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
     const exited = once(child, 'exit')
@@ -74,22 +85,44 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
       const origin = `https://127.0.0.1:${port}`
       /** The access log entry of request `requestId` (written after the response: waits at most 5 s). */
       const accessEntry = async (requestId: string) => {
-        await waitUntil(`the access log entry of ${requestId}:\n${log()}`, 5000, async () => accessLog().some((line) => line.requestId === requestId))
+        await waitUntil(`the access log entry of ${requestId}:\n${log()}`, 5000, async () =>
+          accessLog().some((line) => line.requestId === requestId),
+        )
         return accessLog().find((line) => line.requestId === requestId)!
       }
       return { origin, url: `${origin}${GATEWAY_PREFIX}`, ca: readFileSync(cert, 'utf8'), accessLog, accessEntry }
     }
     child.kill('SIGKILL')
-    if (!/Address already in use/.test(failure.message) || attempt === 3) throw new Error(`nginx did not start: ${failure.message}`)
+    if (!/Address already in use/.test(failure.message) || attempt === 3)
+      throw new Error(`nginx did not start: ${failure.message}`)
   }
 }
 
 /** Writes a self-signed P-256 certificate for `localhost` and 127.0.0.1 (one day) and its key, PEM, with `openssl`. @throws when openssl fails. */
 export async function selfSignedCertificate(cert: string, key: string): Promise<void> {
   const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1']
-  await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '1', ...subject, '-keyout', key, '-out', cert], {
-    install: 'apt-get install openssl',
-  })
+  await run(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      ...subject,
+      '-keyout',
+      key,
+      '-out',
+      cert,
+    ],
+    {
+      install: 'apt-get install openssl',
+    },
+  )
 }
 
 /** Headers of an authenticated JSON request with `token`. */
@@ -125,7 +158,10 @@ export function errorBody(t: Test, response: RawResponse, status: number): void 
 }
 
 /** Who answered `response`, from the access log: `upstream` (replicas tried, `, `-separated; empty when nginx answered itself) and its status. */
-export async function answeredBy(gateway: Gateway, response: RawResponse): Promise<{ upstream: string; upstreamStatus: string }> {
+export async function answeredBy(
+  gateway: Gateway,
+  response: RawResponse,
+): Promise<{ upstream: string; upstreamStatus: string }> {
   const entry = await gateway.accessEntry(response.headers['x-request-id']!)
   return { upstream: entry.upstream as string, upstreamStatus: entry.upstreamStatus as string }
 }

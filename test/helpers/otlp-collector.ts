@@ -70,7 +70,8 @@ export async function startCollector(t: TestContext): Promise<Collector> {
   const { port } = server.address() as { port: number }
   const waitFor = async (done: (spans: ExportedSpan[]) => boolean) => {
     for (const deadline = Date.now() + 60_000; !done(spans); await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if (Date.now() > deadline) throw new Error(`the spans expected did not come within 60 s; received:\n${JSON.stringify(spans, null, 2)}`)
+      if (Date.now() > deadline)
+        throw new Error(`the spans expected did not come within 60 s; received:\n${JSON.stringify(spans, null, 2)}`)
     }
     return spans
   }
@@ -81,7 +82,11 @@ export async function startCollector(t: TestContext): Promise<Collector> {
 interface Decoded {
   resourceSpans?: Array<{
     resource?: { attributes?: KeyValue[] }
-    scopeSpans?: Array<{ spans?: Array<Record<string, unknown> & { attributes?: KeyValue[]; links?: Array<{ traceId: Buffer; spanId: Buffer }> }> }>
+    scopeSpans?: Array<{
+      spans?: Array<
+        Record<string, unknown> & { attributes?: KeyValue[]; links?: Array<{ traceId: Buffer; spanId: Buffer }> }
+      >
+    }>
   }>
 }
 interface KeyValue {
@@ -92,7 +97,11 @@ interface KeyValue {
 /** The spans of one `ExportTraceServiceRequest` body. */
 function decode(body: Buffer): ExportedSpan[] {
   const message = ExportTraceServiceRequest.decode(body)
-  const decoded = ExportTraceServiceRequest.toObject(message, { enums: String, longs: String, defaults: true }) as Decoded
+  const decoded = ExportTraceServiceRequest.toObject(message, {
+    enums: String,
+    longs: String,
+    defaults: true,
+  }) as Decoded
   const hex = (bytes: unknown) => Buffer.from(bytes as Uint8Array).toString('hex')
   return (decoded.resourceSpans ?? []).flatMap(({ resource, scopeSpans }) => {
     const service = String(attributesOf(resource?.attributes)['service.name'])
@@ -114,7 +123,15 @@ function decode(body: Buffer): ExportedSpan[] {
 
 /** OTLP's key-value list as an object; integers as numbers. */
 function attributesOf(list: KeyValue[] = []): Record<string, AttributeValue> {
-  return Object.fromEntries(list.map(({ key, value }) => [key, value.stringValue ?? (value.intValue === undefined ? undefined : Number(value.intValue)) ?? value.doubleValue ?? value.boolValue!]))
+  return Object.fromEntries(
+    list.map(({ key, value }) => [
+      key,
+      value.stringValue ??
+        (value.intValue === undefined ? undefined : Number(value.intValue)) ??
+        value.doubleValue ??
+        value.boolValue!,
+    ]),
+  )
 }
 
 /** A W3C `traceparent` of a new, sampled trace: the header's value and its ids. */

@@ -89,12 +89,15 @@ export async function partitionProxy(t: TestContext, target: string): Promise<Pa
 
 /** Checks `condition` every 10 ms until it holds, for at most `timeoutMs`. @returns whether it held. */
 export async function until(condition: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
-  for (const deadline = performance.now() + timeoutMs; performance.now() < deadline; await sleep(10)) if (await condition()) return true
+  for (const deadline = performance.now() + timeoutMs; performance.now() < deadline; await sleep(10))
+    if (await condition()) return true
   return false
 }
 
 /** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live, not from a snapshot). */
 export async function blockedBy(client: pg.Client): Promise<boolean> {
-  const { rows } = await client.query('select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() = any(pg_blocking_pids(w.pid))')
+  const { rows } = await client.query(
+    'select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() = any(pg_blocking_pids(w.pid))',
+  )
   return rows[0].n > 0
 }

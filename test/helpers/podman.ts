@@ -32,7 +32,10 @@ export async function imageUnderTest(): Promise<string> {
   const tag = 'localhost/plant-store:test'
   built ??= process.env.PLANT_STORE_IMAGE
     ? Promise.resolve(process.env.PLANT_STORE_IMAGE)
-    : podman(['build', '--format=docker', ...options, '--tag', tag, fileURLToPath(new URL('../..', import.meta.url))], 900_000).then(() => tag)
+    : podman(
+        ['build', '--format=docker', ...options, '--tag', tag, fileURLToPath(new URL('../..', import.meta.url))],
+        900_000,
+      ).then(() => tag)
   return built
 }
 
@@ -53,7 +56,12 @@ export type Container = Awaited<ReturnType<typeof runContainer>>
  * `podman run -d [options] image`, port 3000 published on 127.0.0.1, removed at teardown with its anonymous volumes.
  * @returns once `GET /health/live` answers 200. @throws when it exits or is not live within `readyTimeoutMs` (with its logs).
  */
-export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], readyTimeoutMs = 30_000) {
+export async function runContainer(
+  t: TestContext,
+  image: string,
+  options: readonly string[] = [],
+  readyTimeoutMs = 30_000,
+) {
   const name = uniqueName('run')
   t.teardown(() => podman(['rm', '--force', '--volumes', '--time', '0', name]))
   await podman(['run', '--detach', '--name', name, '--publish', '127.0.0.1::3000', ...options, image])
@@ -72,7 +80,10 @@ export async function runContainer(t: TestContext, image: string, options: reado
   await waitUntil(`${name} to answer GET /health/live with 200`, readyTimeoutMs, async () => {
     if ((await container.inspect('{{.State.Running}}')) !== 'true') {
       const logs = await container.logs()
-      throw failure(`container ${name} exited (code ${await container.inspect('{{.State.ExitCode}}')}) before it was live: ${lastLine(logs)}`, logs)
+      throw failure(
+        `container ${name} exited (code ${await container.inspect('{{.State.ExitCode}}')}) before it was live: ${lastLine(logs)}`,
+        logs,
+      )
     }
     const response = await fetch(`${container.url}/health/live`).catch(() => undefined)
     await response?.body?.cancel()
@@ -98,7 +109,16 @@ export function randomToken(): string {
 /** `podman run` options of a hardened deployment: read-only root without tmpfs, no capabilities nor privilege gain, the tokens from `tokensFile` (read-only). */
 export function hardened(tokensFile: string): string[] {
   const secret = '/run/secrets/plant_store_tokens'
-  return ['--read-only', '--read-only-tmpfs=false', '--cap-drop=ALL', '--security-opt=no-new-privileges', '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
+  return [
+    '--read-only',
+    '--read-only-tmpfs=false',
+    '--cap-drop=ALL',
+    '--security-opt=no-new-privileges',
+    '--volume',
+    `${tokensFile}:${secret}:ro`,
+    '--env',
+    `PLANT_STORE_TOKENS_FILE=${secret}`,
+  ]
 }
 
 /** Writes `token` to a secret file readable by the image's user (removed at teardown). @returns its path. */
@@ -111,7 +131,10 @@ export function tokensFile(t: TestContext, token: string): string {
 
 /** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. @throws when it has none. */
 export async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
-  const subnets = JSON.parse(await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])) as Array<{ subnet: string; gateway: string }>
+  const subnets = JSON.parse(await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])) as Array<{
+    subnet: string
+    gateway: string
+  }>
   const ipv4 = subnets.find((subnet) => subnet.subnet.includes('.'))
   if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${JSON.stringify(subnets)}`)
   return ipv4
@@ -124,12 +147,20 @@ export type Replica = Container & { readonly upstream: string; readonly address:
  * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's, reached through a socat relay
  * on the bridge's gateway address (the bridge's subnet only); removed at teardown. @returns once all are live. @throws when socat is missing or one is not live within 60 s.
  */
-export async function startReplicas(t: TestContext, image: string, count: number, token: string, env: Record<string, string>): Promise<Replica[]> {
+export async function startReplicas(
+  t: TestContext,
+  image: string,
+  count: number,
+  token: string,
+  env: Record<string, string>,
+): Promise<Replica[]> {
   const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
   const target = new URL(schema.url)
   // IP_FREEBIND (SOL_IP 0, option 15) before bind: the bridge's address exists only once a container is on it.
   const listen = `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,reuseaddr,fork,backlog=128,range=${bridge.subnet}`
-  const relay = spawn('socat', ['-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`], { stdio: ['ignore', 'ignore', 'pipe'] })
+  const relay = spawn('socat', ['-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  })
   let stderr = ''
   relay.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
   relay.on('error', () => {})
@@ -139,12 +170,16 @@ export async function startReplicas(t: TestContext, image: string, count: number
     await exited
   })
   await waitUntil(`socat to listen on ${bridge.gateway}:${port}`, 5000, async () => {
-    if (relay.exitCode !== null || relay.pid === undefined) throw new Error(`socat (apt-get install socat) did not start: ${stderr || 'not found'}`)
+    if (relay.exitCode !== null || relay.pid === undefined)
+      throw new Error(`socat (apt-get install socat) did not start: ${stderr || 'not found'}`)
     return / listening on /.test(stderr)
   })
   Object.assign(target, { hostname: bridge.gateway, port: String(port) })
   const all = { DATABASE_URL: target.toString(), LOG_LEVEL: 'info', ...env }
-  const options = [...hardened(tokensFile(t, token)), ...Object.entries(all).flatMap(([name, value]) => ['--env', `${name}=${value}`])]
+  const options = [
+    ...hardened(tokensFile(t, token)),
+    ...Object.entries(all).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+  ]
   return Promise.all(
     Array.from({ length: count }, async () => {
       const container = await runContainer(t, image, options, 60_000)
@@ -158,12 +193,17 @@ export async function startReplicas(t: TestContext, image: string, count: number
 type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
 
 /** The "request completed" line of `requestId` and the replica that wrote it (podman's log may trail: waits up to 10 s). @throws when none does. */
-export async function requestLine(replicas: readonly Replica[], requestId: string): Promise<{ line: LogLine; replica: Replica }> {
+export async function requestLine(
+  replicas: readonly Replica[],
+  requestId: string,
+): Promise<{ line: LogLine; replica: Replica }> {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {
     for (const replica of replicas) {
       const lines = (await replica.logs()).split('\n').filter((line) => line.startsWith('{'))
-      const line = lines.map((text) => JSON.parse(text) as LogLine).find((entry) => entry.requestId === requestId && entry.msg === 'request completed')
+      const line = lines
+        .map((text) => JSON.parse(text) as LogLine)
+        .find((entry) => entry.requestId === requestId && entry.msg === 'request completed')
       if (line) found = { line, replica }
     }
     return found !== undefined

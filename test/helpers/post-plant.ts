@@ -46,24 +46,42 @@ export interface PostOptions {
  * POSTs `body` (none when `undefined`) to `/plants` of an app (`inject`) or a base URL (HTTP(S)).
  * @throws over HTTP(S) when no whole response comes (refused, reset, cut off, timed out).
  */
-export async function postPlant(target: FastifyInstance | string, body?: PlantBody, options: PostOptions = {}): Promise<PlantResponse> {
-  const headers = Object.fromEntries(Object.entries(options.headers ?? JSON_HEADERS).filter((entry): entry is [string, string] => entry[1] !== undefined))
+export async function postPlant(
+  target: FastifyInstance | string,
+  body?: PlantBody,
+  options: PostOptions = {},
+): Promise<PlantResponse> {
+  const headers = Object.fromEntries(
+    Object.entries(options.headers ?? JSON_HEADERS).filter(
+      (entry): entry is [string, string] => entry[1] !== undefined,
+    ),
+  )
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : jsonText(body)
-  const response = typeof target === 'string' ? await overHttp(target, payload, headers, options) : await injected(target, payload, headers, options)
+  const response =
+    typeof target === 'string'
+      ? await overHttp(target, payload, headers, options)
+      : await injected(target, payload, headers, options)
   options.t?.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
   return response
 }
 
 /** The JSON text of `value`, bigints written as exact integers. */
 export function jsonText(value: object): string {
-  return JSON.stringify(value, (_key, member: unknown) => (typeof member === 'bigint' ? rawJSON(member.toString()) : member))
+  return JSON.stringify(value, (_key, member: unknown) =>
+    typeof member === 'bigint' ? rawJSON(member.toString()) : member,
+  )
 }
 
 /** `JSON.rawJSON` (Node 21 and later; not yet in TypeScript's library). */
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
 
 /** Through `inject`. */
-async function injected(app: FastifyInstance, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+async function injected(
+  app: FastifyInstance,
+  payload: string | Buffer | undefined,
+  headers: Record<string, string>,
+  options: PostOptions,
+): Promise<PlantResponse> {
   const response = await app.inject({
     method: 'POST',
     url: '/plants',
@@ -75,22 +93,42 @@ async function injected(app: FastifyInstance, payload: string | Buffer | undefin
 }
 
 /** Over a real connection to `base`. */
-async function overHttp(base: string, payload: string | Buffer | undefined, headers: Record<string, string>, options: PostOptions): Promise<PlantResponse> {
+async function overHttp(
+  base: string,
+  payload: string | Buffer | undefined,
+  headers: Record<string, string>,
+  options: PostOptions,
+): Promise<PlantResponse> {
   const url = new URL(`${base.replace(/\/$/, '')}/plants`)
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest
-  const sized = payload === undefined || Object.keys(headers).some((name) => name.toLowerCase() === 'content-length') ? headers : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
+  const sized =
+    payload === undefined || Object.keys(headers).some((name) => name.toLowerCase() === 'content-length')
+      ? headers
+      : { ...headers, 'content-length': String(Buffer.byteLength(payload)) }
   return new Promise((resolve, reject) => {
-    const sent = send(url, { method: 'POST', headers: sized, agent: options.agent, localAddress: options.from, timeout: options.timeoutMs }, (incoming) => {
-      const chunks: Buffer[] = []
-      incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
-      incoming.on('error', reject)
-      incoming.on('end', () => resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))))
-      // A response cut off before its end is no answer.
-      incoming.on('close', () => {
-        if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
-      })
-    })
-    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`)))
+    const sent = send(
+      url,
+      { method: 'POST', headers: sized, agent: options.agent, localAddress: options.from, timeout: options.timeoutMs },
+      (incoming) => {
+        const chunks: Buffer[] = []
+        incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
+        incoming.on('error', reject)
+        incoming.on('end', () =>
+          resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))),
+        )
+        // A response cut off before its end is no answer.
+        incoming.on('close', () => {
+          if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
+        })
+      },
+    )
+    sent.on('timeout', () =>
+      sent.destroy(
+        new Error(
+          `POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`,
+        ),
+      ),
+    )
     sent.on('error', reject)
     sent.end(payload)
   })
@@ -98,6 +136,8 @@ async function overHttp(base: string, payload: string | Buffer | undefined, head
 
 /** A {@link PlantResponse} of a status, headers and body text. */
 function answer(statusCode: number, headers: IncomingHttpHeaders | OutgoingHttpHeaders, body: string): PlantResponse {
-  const text = Object.fromEntries(Object.entries(headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]))
+  const text = Object.fromEntries(
+    Object.entries(headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]),
+  )
   return { statusCode, headers: text, body, json: () => JSON.parse(body) as Record<string, unknown> }
 }

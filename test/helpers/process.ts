@@ -39,15 +39,27 @@ export async function startService(t: TestContext, env: Record<string, string | 
       const check = () => {
         const match = pattern.exec(output())
         if (match) finish(() => resolve(match))
-        else if (closed) finish(() => reject(new Error(`the process exited (${child.exitCode ?? child.signalCode}); no ${pattern} in its output:\n${output()}`)))
+        else if (closed)
+          finish(() =>
+            reject(
+              new Error(
+                `the process exited (${child.exitCode ?? child.signalCode}); no ${pattern} in its output:\n${output()}`,
+              ),
+            ),
+          )
       }
-      const timer = setTimeout(() => finish(() => reject(new Error(`no ${pattern} in the output within 120 s:\n${output()}`))), 120_000)
+      const timer = setTimeout(
+        () => finish(() => reject(new Error(`no ${pattern} in the output within 120 s:\n${output()}`))),
+        120_000,
+      )
       const finish = (settle: () => void) => {
         clearTimeout(timer)
-        for (const emitter of [child.stdout!, child.stderr!, child]) emitter.off(emitter === child ? 'close' : 'data', check)
+        for (const emitter of [child.stdout!, child.stderr!, child])
+          emitter.off(emitter === child ? 'close' : 'data', check)
         settle()
       }
-      for (const emitter of [child.stdout!, child.stderr!, child]) emitter.on(emitter === child ? 'close' : 'data', check)
+      for (const emitter of [child.stdout!, child.stderr!, child])
+        emitter.on(emitter === child ? 'close' : 'data', check)
       check()
     })
   try {
@@ -61,12 +73,17 @@ export async function startService(t: TestContext, env: Record<string, string | 
 
 /** The `request completed` log line of the request with this `X-Request-Id`, parsed, once written. */
 export async function completedLogLine(service: ServiceProcess, requestId: string): Promise<Record<string, unknown>> {
-  const [line] = await service.waitFor(new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'))
+  const [line] = await service.waitFor(
+    new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'),
+  )
   return JSON.parse(line) as Record<string, unknown>
 }
 
 /** Runs the service (as `runAs`, a user and group id, else the test's user) until it exits by itself; returns its exit code and output. */
-export async function runToExit(env: Record<string, string>, runAs?: { uid: number; gid: number }): Promise<{ code: number | null; output: string }> {
+export async function runToExit(
+  env: Record<string, string>,
+  runAs?: { uid: number; gid: number },
+): Promise<{ code: number | null; output: string }> {
   const { child, output } = spawnService(env, runAs)
   const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
@@ -82,15 +99,32 @@ export const RUNS_ARTIFACT = ARTIFACT !== undefined
  * Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`, inheriting only
  * PATH and tap's loader and coverage settings; no compile cache (its code reports no coverage).
  */
-function spawnService(env: Record<string, string | undefined>, runAs?: { uid: number; gid: number }): { child: ChildProcess; output: () => string } {
-  const inherited = Object.entries(process.env).filter(([name]) => /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name))
-  const child = spawn(process.execPath, ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT], {
-    // (spawn leaves out the variables whose value is undefined.)
-    env: { ...Object.fromEntries(inherited), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0', ...LIMITS_OFF, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-    ...runAs,
-  })
+function spawnService(
+  env: Record<string, string | undefined>,
+  runAs?: { uid: number; gid: number },
+): { child: ChildProcess; output: () => string } {
+  const inherited = Object.entries(process.env).filter(([name]) =>
+    /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name),
+  )
+  const child = spawn(
+    process.execPath,
+    ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT],
+    {
+      // (spawn leaves out the variables whose value is undefined.)
+      env: {
+        ...Object.fromEntries(inherited),
+        NODE_DISABLE_COMPILE_CACHE: '1',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        ...LIMITS_OFF,
+        ...env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      ...runAs,
+    },
+  )
   let output = ''
-  for (const stream of [child.stdout!, child.stderr!]) stream.on('data', (chunk: Buffer) => (output += chunk.toString()))
+  for (const stream of [child.stdout!, child.stderr!])
+    stream.on('data', (chunk: Buffer) => (output += chunk.toString()))
   return { child, output: () => output }
 }

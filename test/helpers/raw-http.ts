@@ -36,11 +36,22 @@ export async function exchange(target: Target, request: string | string[], timeo
     return await new Promise<RawResponse>((resolve, reject) => {
       const started = Date.now()
       let received = Buffer.alloc(0)
-      const timer = setTimeout(() => reject(new Error(`no complete response within ${timeoutMs} ms: ${JSON.stringify(received.toString('latin1'))}`)), timeoutMs)
+      const timer = setTimeout(
+        () =>
+          reject(
+            new Error(`no complete response within ${timeoutMs} ms: ${JSON.stringify(received.toString('latin1'))}`),
+          ),
+        timeoutMs,
+      )
       const finish = (closed: boolean): void => {
         const response = parse(received, closed)
         if (response === undefined) {
-          if (closed) reject(new Error(`the connection closed without a complete response: ${JSON.stringify(received.toString('latin1'))}`))
+          if (closed)
+            reject(
+              new Error(
+                `the connection closed without a complete response: ${JSON.stringify(received.toString('latin1'))}`,
+              ),
+            )
           return
         }
         clearTimeout(timer)
@@ -74,7 +85,12 @@ export function requestHead(method: string, path: string, headers: Record<string
 }
 
 /** A whole request with `Connection: close`; with `body`, its `Content-Length`. */
-export function wholeRequest(method: string, path: string, headers: Record<string, string> = {}, body?: string): string {
+export function wholeRequest(
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: string,
+): string {
   const length = body === undefined ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`
   return `${requestHead(method, path, headers)}${length}Connection: close\r\n\r\n${body ?? ''}`
 }
@@ -82,7 +98,11 @@ export function wholeRequest(method: string, path: string, headers: Record<strin
 /** Opens a TCP or TLS (ALPN http/1.1) connection to `target`. */
 export function open(target: Target): Socket {
   const { hostname, port, protocol } = new URL(target.url)
-  const tcp = connectTcp({ host: hostname.replace(/^\[|\]$/g, ''), port: Number(port), localAddress: target.localAddress })
+  const tcp = connectTcp({
+    host: hostname.replace(/^\[|\]$/g, ''),
+    port: Number(port),
+    localAddress: target.localAddress,
+  })
   if (protocol !== 'https:') return tcp
   return connectTls({ socket: tcp, ca: target.ca, servername: 'localhost', ALPNProtocols: ['http/1.1'] })
 }
@@ -108,7 +128,8 @@ function parse(data: Buffer, closed: boolean): Omit<RawResponse, 'elapsedMs'> | 
   const rest = data.subarray(end + 4)
   const length = headers['content-length']
   let body: string | undefined
-  if (length !== undefined) body = rest.length < Number(length) ? undefined : rest.subarray(0, Number(length)).toString('utf8')
+  if (length !== undefined)
+    body = rest.length < Number(length) ? undefined : rest.subarray(0, Number(length)).toString('utf8')
   else if (headers['transfer-encoding'] === 'chunked') body = dechunk(rest)
   else body = closed ? rest.toString('utf8') : undefined
   return body === undefined ? undefined : { statusCode, headers, body }

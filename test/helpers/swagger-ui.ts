@@ -19,7 +19,16 @@ export const CREATE_PLANT = '#operations-plants-createPlant'
 /** Starts headless Chromium, closed at teardown. @throws when it is not installed or does not start within 30 s. */
 export async function launchChromium(t: TestContext): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM} (apt-get install chromium)`)
-  const args = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync']
+  const args = [
+    '--headless',
+    '--no-sandbox',
+    '--disable-gpu',
+    '--disable-quic',
+    '--no-first-run',
+    '--disable-background-networking',
+    '--disable-component-update',
+    '--disable-sync',
+  ]
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 30_000 })
   t.teardown(() => browser.close())
   return browser
@@ -41,7 +50,8 @@ export async function openDocs(t: Test, browser: Browser, url: string) {
   page.setDefaultTimeout(15_000)
   page.on('pageerror', (error) => misdeeds.pageErrors.push(error.message))
   page.on('console', (message) => {
-    if (message.type() === 'error' && /Content Security Policy/i.test(message.text())) misdeeds.cspViolations.push(message.text())
+    if (message.type() === 'error' && /Content Security Policy/i.test(message.text()))
+      misdeeds.cspViolations.push(message.text())
   })
   await page.goto(url)
   await page.locator('.swagger-ui .info .title').filter({ hasText: 'OpenAPI Plant Store' }).waitFor()
@@ -50,7 +60,11 @@ export async function openDocs(t: Test, browser: Browser, url: string) {
 
 /** The page left the loopback host never, threw nothing, and broke no content security policy. */
 export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs>>['misdeeds']): void {
-  t.same(misdeeds, { outside: [], pageErrors: [], cspViolations: [] }, 'no request off the loopback host, no uncaught error, no CSP violation')
+  t.same(
+    misdeeds,
+    { outside: [], pageErrors: [], cspViolations: [] },
+    'no request off the loopback host, no uncaught error, no CSP violation',
+  )
 }
 
 /** Authorizes with `token` through the Authorize dialog (security scheme bearerAuth). */
@@ -64,7 +78,10 @@ export async function authorize(page: Page, token: string): Promise<void> {
 }
 
 /** Runs POST /plants through "Try it out" with `body`. @returns the live response's status and body text, and the request URL shown. */
-export async function tryItOut(page: Page, body: object): Promise<{ status: string; body: string; requestUrl: string }> {
+export async function tryItOut(
+  page: Page,
+  body: object,
+): Promise<{ status: string; body: string; requestUrl: string }> {
   const operation = page.locator(CREATE_PLANT)
   await operation.locator('.opblock-summary').click()
   await operation.locator('button.try-out__btn').click()
@@ -83,7 +100,13 @@ export async function tryItOut(page: Page, body: object): Promise<{ status: stri
 type TriedPlant = { id: number; name: string; tag: string }
 
 /** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to `artifacts/<screenshot>`. */
-export async function createsPlant(t: Test, page: Page, plant: TriedPlant, requestUrl: string, screenshot: string): Promise<void> {
+export async function createsPlant(
+  t: Test,
+  page: Page,
+  plant: TriedPlant,
+  requestUrl: string,
+  screenshot: string,
+): Promise<void> {
   const result = await tryItOut(page, plant)
   t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
   t.equal(result.status, '200')
@@ -94,7 +117,12 @@ export async function createsPlant(t: Test, page: Page, plant: TriedPlant, reque
 }
 
 /** Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page carries the prefix (access log). */
-export async function createsPlantThroughGateway(t: Test, browser: Browser, gateway: Gateway, options: { docsPath: string; token: string; plant: TriedPlant; screenshot: string }): Promise<void> {
+export async function createsPlantThroughGateway(
+  t: Test,
+  browser: Browser,
+  gateway: Gateway,
+  options: { docsPath: string; token: string; plant: TriedPlant; screenshot: string },
+): Promise<void> {
   const logged = gateway.accessLog().length
   const { page, misdeeds } = await openDocs(t, browser, `${gateway.origin}${options.docsPath}`)
   await authorize(page, options.token)
@@ -104,7 +132,10 @@ export async function createsPlantThroughGateway(t: Test, browser: Browser, gate
   t.equal((await gateway.accessEntry(requestId!)).uri, PLANTS, 'POST /plants went through the gateway')
   const entries = gateway.accessLog().slice(logged)
   const paths = entries.map((entry) => String(entry.uri))
-  const [assets, escaped] = [paths.filter((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)), paths.filter((path) => !path.startsWith(`${GATEWAY_PREFIX}/`))]
+  const [assets, escaped] = [
+    paths.filter((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)),
+    paths.filter((path) => !path.startsWith(`${GATEWAY_PREFIX}/`)),
+  ]
   t.ok(assets.length > 0, 'the assets came through the gateway')
   t.same(escaped, [], 'no request reached a path without the prefix')
   noMisdeeds(t, misdeeds)

@@ -24,7 +24,12 @@ function rejected(t: Test, response: RawResponse, status: number, logs: Array<Re
   assertErrorBody(t, response, status)
   const requestId = response.headers['x-request-id']
   t.ok(requestId, 'an X-Request-Id')
-  const logged = logs.some((line) => line.requestId === requestId && line.msg === 'request rejected' && (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status)
+  const logged = logs.some(
+    (line) =>
+      line.requestId === requestId &&
+      line.msg === 'request rejected' &&
+      (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status,
+  )
   t.ok(logged, 'the rejection is logged with the request id')
 }
 
@@ -34,18 +39,34 @@ const POST = requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 
 /** Requests Node's HTTP parser refuses, what it reports (llhttp), and the status the client gets. */
 const parserErrors: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
-  ['a request line with a method no HTTP specification defines', 'BREW /plants HTTP/1.1\r\nHost: localhost\r\n\r\n', 400],
-  ['CONNECT (no 5xx for client input, no silent close)', 'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n', 400],
+  [
+    'a request line with a method no HTTP specification defines',
+    'BREW /plants HTTP/1.1\r\nHost: localhost\r\n\r\n',
+    400,
+  ],
+  [
+    'CONNECT (no 5xx for client input, no silent close)',
+    'CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n',
+    400,
+  ],
   ['an unknown HTTP version', 'POST /plants HTTP/9.9\r\nHost: localhost\r\n\r\n', 400],
   ['a header name with a space', `${POST}Bad Header: y\r\nContent-Length: 2\r\n\r\n{}`, 400],
   ['a control character in a header value', `${POST}X-Note: a\x01b\r\nContent-Length: 2\r\n\r\n{}`, 400],
   ['an invalid Content-Length', `${POST}Content-Length: 2x\r\n\r\n{}`, 400],
   ['two different Content-Lengths', `${POST}Content-Length: 2\r\nContent-Length: 3\r\n\r\n{}`, 400],
-  ['Content-Length with Transfer-Encoding (RFC 9112 §6.3: request smuggling)', `${POST}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`, 400],
+  [
+    'Content-Length with Transfer-Encoding (RFC 9112 §6.3: request smuggling)',
+    `${POST}Content-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n`,
+    400,
+  ],
   ['an unknown Transfer-Encoding', `${POST}Transfer-Encoding: gzip\r\n\r\n{}`, 400],
   ['an invalid chunk size', `${POST}Transfer-Encoding: chunked\r\n\r\nZZ\r\n{}\r\n0\r\n\r\n`, 400],
   ['headers over 16 KiB', `${POST}X-Big: ${'a'.repeat(17_000)}\r\nContent-Length: 2\r\n\r\n{}`, 431],
-  ['chunk extensions over 16 KiB', `${POST}Transfer-Encoding: chunked\r\n\r\n2;${'a'.repeat(17_000)}\r\n{}\r\n0\r\n\r\n`, 413],
+  [
+    'chunk extensions over 16 KiB',
+    `${POST}Transfer-Encoding: chunked\r\n\r\n2;${'a'.repeat(17_000)}\r\n{}\r\n0\r\n\r\n`,
+    413,
+  ],
 ]
 
 t.test('what the HTTP parser refuses is answered with the Error body and the connection closed', async (t) => {
@@ -54,48 +75,60 @@ t.test('what the HTTP parser refuses is answered with the Error body and the con
     t.equal(response.statusCode, status, what)
     rejected(t, response, status, lines)
     t.equal(response.headers.connection, 'close')
-    if (request.startsWith('POST /plants HTTP/1.1')) t.same(contractViolations(response), [], 'declared for POST /plants')
+    if (request.startsWith('POST /plants HTTP/1.1'))
+      t.same(contractViolations(response), [], 'declared for POST /plants')
   }
 })
 
-t.test('headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, not before', async (t) => {
-  const { stream, lines } = logSink()
-  const slow = await build(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, { level: 'info', stream })
-  const url = await slow.listen({ host: '127.0.0.1', port: 0 })
-  for (const [request, timeoutMs] of [
-    [`${POST}Content-Length: 2\r\n`, 300],
-    [`${POST}Content-Length: 20\r\n\r\n{"id":1,`, 600],
-  ] as const) {
-    const response = await exchange({ url }, request)
-    rejected(t, response, 408, lines)
+t.test(
+  'headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, not before',
+  async (t) => {
+    const { stream, lines } = logSink()
+    const slow = await build(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, { level: 'info', stream })
+    const url = await slow.listen({ host: '127.0.0.1', port: 0 })
+    for (const [request, timeoutMs] of [
+      [`${POST}Content-Length: 2\r\n`, 300],
+      [`${POST}Content-Length: 20\r\n\r\n{"id":1,`, 600],
+    ] as const) {
+      const response = await exchange({ url }, request)
+      rejected(t, response, 408, lines)
+      t.same(contractViolations(response), [])
+      t.ok(response.elapsedMs >= timeoutMs, `not before the timeout (${response.elapsedMs} ms)`)
+    }
+  },
+)
+
+t.test(
+  'a request cut short (the client ends its side amid the headers) is answered 400 with the Error body',
+  async (t) => {
+    const socket = open({ url })
+    await once(socket, 'connect')
+    let text = ''
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+    socket.end(POST)
+    await once(socket, 'close')
+    const [head, body] = text.split('\r\n\r\n')
+    t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
+    t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
+    const found = lines.some(
+      (line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE',
+    )
+    t.ok(found, 'what the parser found is logged')
+  },
+)
+
+t.test(
+  'an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none',
+  async (t) => {
+    const body = '{"id":1,"name":"Fern"}'
+    const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+    const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
+    rejected(t, response, 400, lines)
+    t.match(JSON.parse(response.body), { message: /Host/ })
     t.same(contractViolations(response), [])
-    t.ok(response.elapsedMs >= timeoutMs, `not before the timeout (${response.elapsedMs} ms)`)
-  }
-})
-
-t.test('a request cut short (the client ends its side amid the headers) is answered 400 with the Error body', async (t) => {
-  const socket = open({ url })
-  await once(socket, 'connect')
-  let text = ''
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
-  socket.end(POST)
-  await once(socket, 'close')
-  const [head, body] = text.split('\r\n\r\n')
-  t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
-  t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
-  const found = lines.some((line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE')
-  t.ok(found, 'what the parser found is logged')
-})
-
-t.test('an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none', async (t) => {
-  const body = '{"id":1,"name":"Fern"}'
-  const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
-  const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
-  rejected(t, response, 400, lines)
-  t.match(JSON.parse(response.body), { message: /Host/ })
-  t.same(contractViolations(response), [])
-  t.equal((await exchange({ url }, `POST /plants HTTP/1.0\r\n${headers}${body}`)).statusCode, 200)
-})
+    t.equal((await exchange({ url }, `POST /plants HTTP/1.0\r\n${headers}${body}`)).statusCode, 200)
+  },
+)
 
 t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with the Error body', async (t) => {
   for (const path of ['/plants%zz', '/docs/%C0', '/%']) {
@@ -106,7 +139,10 @@ t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with t
 
 t.test('an expectation other than 100-continue is ignored, as the gateway does (RFC 9110 §10.1.1)', async (t) => {
   const body = '{"id":2,"name":"Fern"}'
-  const response = await exchange({ url }, `${POST}Expect: a-miracle\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`)
+  const response = await exchange(
+    { url },
+    `${POST}Expect: a-miracle\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+  )
   t.equal(response.statusCode, 200)
   t.strictSame(JSON.parse(response.body), { name: 'Fern' })
 })
@@ -122,7 +158,9 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
   t.equal(error.code, 'ECONNRESET')
   const after = await exchange({ url }, wholeRequest('GET', '/health/live'))
   t.equal(after.statusCode, 200, 'the service still serves')
-  const rejections = lines.slice(before).filter((line) => line.msg === 'request rejected' || line.msg === 'connection failed')
+  const rejections = lines
+    .slice(before)
+    .filter((line) => line.msg === 'request rejected' || line.msg === 'connection failed')
   t.same(rejections, [], 'no rejection logged')
 })
 
@@ -143,7 +181,11 @@ async function socketPair(t: Test): Promise<{ server: Socket; client: Socket; re
 t.test('clientErrorHandler writes nothing over a response already begun on the connection', async (t) => {
   const { server, client, received } = await socketPair(t)
   Object.assign(server, { _httpMessage: { headersSent: true } })
-  clientErrorHandler.call(app, Object.assign(new Error('Parse Error: Invalid character in chunk size'), { code: 'HPE_INVALID_CHUNK_SIZE' }), server)
+  clientErrorHandler.call(
+    app,
+    Object.assign(new Error('Parse Error: Invalid character in chunk size'), { code: 'HPE_INVALID_CHUNK_SIZE' }),
+    server,
+  )
   await once(client, 'close')
   t.equal(received(), '', 'nothing written')
   t.ok(server.destroyed, 'the connection is closed')
@@ -156,5 +198,9 @@ t.test('clientErrorHandler answers an unexpected connection error 500 and logs i
   t.match(received(), /^HTTP\/1\.1 500 Internal Server Error\r\n/)
   t.match(received(), /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
   const failures = lines.filter((line) => line.msg === 'connection failed')
-  t.match(failures, [{ level: 50, err: { message: 'something odd', code: 'ESOMETHING' } }], 'logged once, as an error, with the cause')
+  t.match(
+    failures,
+    [{ level: 50, err: { message: 'something odd', code: 'ESOMETHING' } }],
+    'logged once, as an error, with the cause',
+  )
 })

@@ -36,28 +36,45 @@ t.test('a DATA_DIR that cannot be created stops the start with a message naming 
   t.notOk(existsSync(dataDir), 'nothing was created')
 })
 
-t.test("a store file that is not a database stops the start, naming DATA_DIR, the file and SQLite's reason", async (t) => {
-  const dataDir = t.testdir({ [SQLITE_FILE]: 'not a database, just text that is long enough to have a header'.repeat(10) })
-  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {
-    name: 'ConfigError',
-    message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`,
-  })
-})
+t.test(
+  "a store file that is not a database stops the start, naming DATA_DIR, the file and SQLite's reason",
+  async (t) => {
+    const dataDir = t.testdir({
+      [SQLITE_FILE]: 'not a database, just text that is long enough to have a header'.repeat(10),
+    })
+    await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {
+      name: 'ConfigError',
+      message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`,
+    })
+  },
+)
 
-t.test('a store migrated by a newer release stops the start, naming the unknown migration, and is released', async (t) => {
-  const dataDir = t.testdir()
-  const store = openStore(storeOptions({ dataDir, databaseUrl: undefined }))
-  await migrateToLatest(store)
-  const wal = join(dataDir, `${SQLITE_FILE}-wal`)
-  t.ok(existsSync(wal), 'an open store has its write-ahead log')
-  await store.close()
-  t.notOk(existsSync(wal), 'the last connection to close removes it')
-  const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
-  sqlite.prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`).run()
-  const refused = { name: 'MigrationError', message: /migrated by a newer release.*9999-from-the-future.*refusing to start/ }
-  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused)
-  sqlite.prepare(`delete from kysely_migration where name = '0001-create-plant'`).run()
-  sqlite.close()
-  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused, 'as many migrations recorded as this release knows, but another one')
-  t.notOk(existsSync(wal), 'no connection of the refused start is left open')
-})
+t.test(
+  'a store migrated by a newer release stops the start, naming the unknown migration, and is released',
+  async (t) => {
+    const dataDir = t.testdir()
+    const store = openStore(storeOptions({ dataDir, databaseUrl: undefined }))
+    await migrateToLatest(store)
+    const wal = join(dataDir, `${SQLITE_FILE}-wal`)
+    t.ok(existsSync(wal), 'an open store has its write-ahead log')
+    await store.close()
+    t.notOk(existsSync(wal), 'the last connection to close removes it')
+    const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
+    sqlite
+      .prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`)
+      .run()
+    const refused = {
+      name: 'MigrationError',
+      message: /migrated by a newer release.*9999-from-the-future.*refusing to start/,
+    }
+    await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused)
+    sqlite.prepare(`delete from kysely_migration where name = '0001-create-plant'`).run()
+    sqlite.close()
+    await t.rejects(
+      createApp(testConfig({ dataDir, databaseUrl: undefined })),
+      refused,
+      'as many migrations recorded as this release knows, but another one',
+    )
+    t.notOk(existsSync(wal), 'no connection of the refused start is left open')
+  },
+)

@@ -15,111 +15,144 @@ import { postPlant } from '../helpers/post-plant.ts'
 /** Longer than the statement timeout, so that creates in flight and sent during it are answered before the heal. */
 const PARTITION_MS = 10000
 
-t.test('a partition to PostgreSQL: creates get 503 with Retry-After within the statement plus connect timeouts; writes are back at the heal; nothing lost or stored twice', async (t) => {
-  const { url, client } = await postgresSchema(t)
-  const proxy = await partitionProxy(t, url)
-  // The defaults: DATABASE_STATEMENT_TIMEOUT_MS 5000, DATABASE_CONNECT_TIMEOUT_MS 2000, a pool of 10.
-  const { databaseStatementTimeoutMs, databaseConnectTimeoutMs } = testConfig()
-  // The statement and connect timeouts and a little more: 8 s.
-  const boundMs = databaseStatementTimeoutMs + databaseConnectTimeoutMs + 1000
-  const app = await migratedApp(t, { databaseUrl: proxy.url })
+t.test(
+  'a partition to PostgreSQL: creates get 503 with Retry-After within the statement plus connect timeouts; writes are back at the heal; nothing lost or stored twice',
+  async (t) => {
+    const { url, client } = await postgresSchema(t)
+    const proxy = await partitionProxy(t, url)
+    // The defaults: DATABASE_STATEMENT_TIMEOUT_MS 5000, DATABASE_CONNECT_TIMEOUT_MS 2000, a pool of 10.
+    const { databaseStatementTimeoutMs, databaseConnectTimeoutMs } = testConfig()
+    // The statement and connect timeouts and a little more: 8 s.
+    const boundMs = databaseStatementTimeoutMs + databaseConnectTimeoutMs + 1000
+    const app = await migratedApp(t, { databaseUrl: proxy.url })
 
-  // Each create and its answer; times are `performance.now()`.
-  const answers: Array<{ id: number; status: number; retryAfter: unknown; sentAt: number; answeredAt: number }> = []
-  const send = async (id: number) => {
-    const sentAt = performance.now()
-    const response = await postPlant(app, { id, name: `plant ${id}` })
-    const answer = { id, status: response.statusCode, retryAfter: response.headers['retry-after'], sentAt, answeredAt: performance.now() }
-    answers.push(answer)
-    return answer
-  }
-  // 16 clients, each sending one create after another, a new id each time.
-  let nextId = 1000
-  let stopped = false
-  const clients = Promise.all(
-    Array.from({ length: 16 }, async () => {
-      while (!stopped) if ((await send(nextId++)).status !== 200) await sleep(100)
-    }),
-  )
-  const ok = () => answers.filter((answer) => answer.status === 200)
-  t.ok(await until(() => ok().length >= 100, 60000), 'warm: 100 creates stored, the pool holds connections')
-
-  // A create whose INSERT waits on the test's row lock: released during the partition, it commits unanswered.
-  await client.query('begin')
-  await client.query(`insert into plant (id, name) values (1, 'plant 1')`)
-  const held = send(1)
-  t.ok(await until(() => blockedBy(client), 30000), "the create's INSERT waits on the test's row lock")
-  const partitionedAt = performance.now()
-  proxy.partition()
-  await client.query('rollback')
-  t.ok(await until(async () => (await client.query('select 1 from plant where id = 1')).rowCount === 1, 30000), 'it committed on the server, unanswered')
-
-  await sleep(Math.max(0, PARTITION_MS - (performance.now() - partitionedAt)))
-  const healedAt = performance.now()
-  proxy.heal()
-  const back = () => answers.find((answer) => answer.sentAt >= healedAt && answer.status === 200)
-  t.ok(await until(() => back() !== undefined, 10000), 'writes are back within 10 s of the heal')
-  t.comment(`first create stored ${Math.round(back()!.answeredAt - healedAt)} ms after the heal`)
-  stopped = true
-  await clients
-  const heldAnswer = await held
-
-  t.equal(heldAnswer.status, 503, 'the create that committed unanswered: 503')
-  const slowest = Math.max(...answers.map((answer) => answer.answeredAt - answer.sentAt))
-  t.ok(slowest <= boundMs, `every create answered within ${boundMs} ms (slowest ${Math.round(slowest)} ms)`)
-  const stray = answers.filter((answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter === '1')))
-  t.same(stray, [], 'every answer is 200, or 503 with Retry-After')
-  // Answers forwarded before the partition may still arrive just after it.
-  const during = answers.filter((answer) => answer.answeredAt > partitionedAt + 1000 && answer.answeredAt < healedAt)
-  const written = during.filter((answer) => answer.status !== 503)
-  const bothAnswered = during.some((answer) => answer.sentAt < partitionedAt) && during.some((answer) => answer.sentAt > partitionedAt)
-  t.same(written, [], 'nothing is stored during the partition')
-  t.ok(bothAnswered, 'creates in flight at the partition, and sent during it, are answered during it')
-
-  const stored = ok().map((answer) => answer.id)
-  const { rows } = await client.query('select count(*)::int as n from plant where id = any($1::bigint[])', [stored])
-  t.equal(rows[0].n, stored.length, `every create answered 200 is stored (${stored.length})`)
-  // Retried as the contract says: a 503 again (a slow connect on a loaded machine) after its Retry-After.
-  const retry = async (id: number): Promise<number> => {
-    for (const deadline = performance.now() + 30000; ; await sleep(1000)) {
-      const { status } = await send(id)
-      if (status !== 503 || performance.now() > deadline) return status
+    // Each create and its answer; times are `performance.now()`.
+    const answers: Array<{ id: number; status: number; retryAfter: unknown; sentAt: number; answeredAt: number }> = []
+    const send = async (id: number) => {
+      const sentAt = performance.now()
+      const response = await postPlant(app, { id, name: `plant ${id}` })
+      const answer = {
+        id,
+        status: response.statusCode,
+        retryAfter: response.headers['retry-after'],
+        sentAt,
+        answeredAt: performance.now(),
+      }
+      answers.push(answer)
+      return answer
     }
-  }
-  const failed = answers.filter((answer) => answer.status !== 200).map((answer) => answer.id)
-  const retried = await Promise.all(failed.map(retry))
-  t.same(retried, Array(retried.length).fill(200), `every create answered 503, retried after the heal, is 200 (${failed.length}, the one that committed unanswered among them)`)
-  const { rows: table } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
-  const sent = new Set(answers.map((answer) => answer.id)).size
-  t.same(table[0], { plants: sent, ids: sent }, 'every plant sent is stored, once')
-})
+    // 16 clients, each sending one create after another, a new id each time.
+    let nextId = 1000
+    let stopped = false
+    const clients = Promise.all(
+      Array.from({ length: 16 }, async () => {
+        while (!stopped) if ((await send(nextId++)).status !== 200) await sleep(100)
+      }),
+    )
+    const ok = () => answers.filter((answer) => answer.status === 200)
+    t.ok(await until(() => ok().length >= 100, 60000), 'warm: 100 creates stored, the pool holds connections')
 
-t.test('a connection whose statement got no answer leaves the pool; one that got an error from the server stays', async (t) => {
-  const { url } = await postgresSchema(t)
-  const proxy = await partitionProxy(t, url)
-  const statementTimeoutMs = 300
-  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: proxy.url, databasePoolSize: 1, databaseStatementTimeoutMs: statementTimeoutMs }))
-  t.teardown(() => store.close())
-  const backend = async () => (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid
-  const first = await backend()
-  await t.rejects(sql`select 1 / 0`.execute(store.db), { code: '22012' })
-  t.equal(await backend(), first, "after the server's error, the same connection")
+    // A create whose INSERT waits on the test's row lock: released during the partition, it commits unanswered.
+    await client.query('begin')
+    await client.query(`insert into plant (id, name) values (1, 'plant 1')`)
+    const held = send(1)
+    t.ok(await until(() => blockedBy(client), 30000), "the create's INSERT waits on the test's row lock")
+    const partitionedAt = performance.now()
+    proxy.partition()
+    await client.query('rollback')
+    t.ok(
+      await until(async () => (await client.query('select 1 from plant where id = 1')).rowCount === 1, 30000),
+      'it committed on the server, unanswered',
+    )
 
-  proxy.partition()
-  const started = performance.now()
-  const timedOut = await sql`select 1`.execute(store.db).then(
-    () => undefined,
-    (error: unknown) => error,
-  )
-  const waitedMs = performance.now() - started
-  t.match(timedOut, { message: 'Query read timeout' })
-  t.ok(store.isUnavailable(timedOut), 'unavailable: 503 with Retry-After')
-  t.ok(
-    waitedMs >= statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS - 5 && waitedMs < statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS + 1000,
-    `after the statement timeout and its margin (${Math.round(waitedMs)} ms)`,
-  )
-  // The old connection's path stays cut: the pool's one slot must go to a new one.
-  proxy.healNew()
-  const second = await backend()
-  t.not(second, first, 'the next statement runs on a new connection')
-})
+    await sleep(Math.max(0, PARTITION_MS - (performance.now() - partitionedAt)))
+    const healedAt = performance.now()
+    proxy.heal()
+    const back = () => answers.find((answer) => answer.sentAt >= healedAt && answer.status === 200)
+    t.ok(await until(() => back() !== undefined, 10000), 'writes are back within 10 s of the heal')
+    t.comment(`first create stored ${Math.round(back()!.answeredAt - healedAt)} ms after the heal`)
+    stopped = true
+    await clients
+    const heldAnswer = await held
+
+    t.equal(heldAnswer.status, 503, 'the create that committed unanswered: 503')
+    const slowest = Math.max(...answers.map((answer) => answer.answeredAt - answer.sentAt))
+    t.ok(slowest <= boundMs, `every create answered within ${boundMs} ms (slowest ${Math.round(slowest)} ms)`)
+    const stray = answers.filter(
+      (answer) => !(answer.status === 200 || (answer.status === 503 && answer.retryAfter === '1')),
+    )
+    t.same(stray, [], 'every answer is 200, or 503 with Retry-After')
+    // Answers forwarded before the partition may still arrive just after it.
+    const during = answers.filter((answer) => answer.answeredAt > partitionedAt + 1000 && answer.answeredAt < healedAt)
+    const written = during.filter((answer) => answer.status !== 503)
+    const bothAnswered =
+      during.some((answer) => answer.sentAt < partitionedAt) && during.some((answer) => answer.sentAt > partitionedAt)
+    t.same(written, [], 'nothing is stored during the partition')
+    t.ok(bothAnswered, 'creates in flight at the partition, and sent during it, are answered during it')
+
+    const stored = ok().map((answer) => answer.id)
+    const { rows } = await client.query('select count(*)::int as n from plant where id = any($1::bigint[])', [stored])
+    t.equal(rows[0].n, stored.length, `every create answered 200 is stored (${stored.length})`)
+    // Retried as the contract says: a 503 again (a slow connect on a loaded machine) after its Retry-After.
+    const retry = async (id: number): Promise<number> => {
+      for (const deadline = performance.now() + 30000; ; await sleep(1000)) {
+        const { status } = await send(id)
+        if (status !== 503 || performance.now() > deadline) return status
+      }
+    }
+    const failed = answers.filter((answer) => answer.status !== 200).map((answer) => answer.id)
+    const retried = await Promise.all(failed.map(retry))
+    t.same(
+      retried,
+      Array(retried.length).fill(200),
+      `every create answered 503, retried after the heal, is 200 (${failed.length}, the one that committed unanswered among them)`,
+    )
+    const { rows: table } = await client.query(
+      'select count(*)::int as plants, count(distinct id)::int as ids from plant',
+    )
+    const sent = new Set(answers.map((answer) => answer.id)).size
+    t.same(table[0], { plants: sent, ids: sent }, 'every plant sent is stored, once')
+  },
+)
+
+t.test(
+  'a connection whose statement got no answer leaves the pool; one that got an error from the server stays',
+  async (t) => {
+    const { url } = await postgresSchema(t)
+    const proxy = await partitionProxy(t, url)
+    const statementTimeoutMs = 300
+    const store = openStore(
+      storeOptions({
+        dataDir: t.testdir(),
+        databaseUrl: proxy.url,
+        databasePoolSize: 1,
+        databaseStatementTimeoutMs: statementTimeoutMs,
+      }),
+    )
+    t.teardown(() => store.close())
+    const backend = async () =>
+      (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid
+    const first = await backend()
+    await t.rejects(sql`select 1 / 0`.execute(store.db), { code: '22012' })
+    t.equal(await backend(), first, "after the server's error, the same connection")
+
+    proxy.partition()
+    const started = performance.now()
+    const timedOut = await sql`select 1`.execute(store.db).then(
+      () => undefined,
+      (error: unknown) => error,
+    )
+    const waitedMs = performance.now() - started
+    t.match(timedOut, { message: 'Query read timeout' })
+    t.ok(store.isUnavailable(timedOut), 'unavailable: 503 with Retry-After')
+    t.ok(
+      waitedMs >= statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS - 5 &&
+        waitedMs < statementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS + 1000,
+      `after the statement timeout and its margin (${Math.round(waitedMs)} ms)`,
+    )
+    // The old connection's path stays cut: the pool's one slot must go to a new one.
+    proxy.healNew()
+    const second = await backend()
+    t.not(second, first, 'the next statement runs on a new connection')
+  },
+)

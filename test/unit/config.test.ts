@@ -10,7 +10,13 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { referencePath, settingsTable, TABLE_END, TABLE_START, withSettingsTable } from '../../scripts/config-reference.ts'
+import {
+  referencePath,
+  settingsTable,
+  TABLE_END,
+  TABLE_START,
+  withSettingsTable,
+} from '../../scripts/config-reference.ts'
 import { ConfigError, loadConfig, openFileLimit } from '../../service/config.ts'
 import { settingsSchema } from '../../service/settings.ts'
 
@@ -30,35 +36,129 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
 }
 
 t.test('defaults, and variables read and typed without changing the environment given', async (t) => {
-  t.match(loadConfig({}), { nodeEnv: 'development', host: '127.0.0.1', port: 3000, dataDir: 'data', bodyLimit: 65536, logLevel: 'info', shutdownGraceMs: 10000, databaseUrl: undefined })
-  t.match(loadConfig({}), { rateLimitMax: 6000, corsOrigins: [], migrateOnStart: true, groupCommitMaxBatch: 100, authFailureLimitMax: 20, authFailureLimitWindowMs: 60000, shutdownDrainDelayMs: 0 })
+  t.match(loadConfig({}), {
+    nodeEnv: 'development',
+    host: '127.0.0.1',
+    port: 3000,
+    dataDir: 'data',
+    bodyLimit: 65536,
+    logLevel: 'info',
+    shutdownGraceMs: 10000,
+    databaseUrl: undefined,
+  })
+  t.match(loadConfig({}), {
+    rateLimitMax: 6000,
+    corsOrigins: [],
+    migrateOnStart: true,
+    groupCommitMaxBatch: 100,
+    authFailureLimitMax: 20,
+    authFailureLimitWindowMs: 60000,
+    shutdownDrainDelayMs: 0,
+  })
   const env = Object.freeze({
-    ...{ NODE_ENV: 'production', HOST: '0.0.0.0', PORT: '0', DATA_DIR: '/var/lib/plants', BODY_LIMIT: '1024', LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: '0', PLANT_STORE_TOKENS: A },
-    ...{ RATE_LIMIT_MAX: '0', RATE_LIMIT_WINDOW_MS: '1000', RATE_LIMIT_REDIS_URL: 'redis://cache:6379', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '200', LOAD_SHED_MAX_HEAP_BYTES: '1000000' },
-    ...{ CORS_ORIGINS: 'https://a.example, https://b.example', KEEP_ALIVE_TIMEOUT_MS: '61000', REQUEST_TIMEOUT_MS: '0', HEADERS_TIMEOUT_MS: '5000', CONNECTION_TIMEOUT_MS: '90000' },
-    ...{ GROUP_COMMIT_MAX_BATCH: '1', DATABASE_POOL_SIZE: '4', DATABASE_STATEMENT_TIMEOUT_MS: '250', DATABASE_CONNECT_TIMEOUT_MS: '100', MIGRATE_ON_START: 'false', MAX_CONNECTIONS: '500' },
-    ...{ AUTH_FAILURE_LIMIT_MAX: '0', AUTH_FAILURE_LIMIT_WINDOW_MS: '900000', SHUTDOWN_DRAIN_DELAY_MS: '0', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' },
+    ...{
+      NODE_ENV: 'production',
+      HOST: '0.0.0.0',
+      PORT: '0',
+      DATA_DIR: '/var/lib/plants',
+      BODY_LIMIT: '1024',
+      LOG_LEVEL: 'warn',
+      SHUTDOWN_GRACE_MS: '0',
+      PLANT_STORE_TOKENS: A,
+    },
+    ...{
+      RATE_LIMIT_MAX: '0',
+      RATE_LIMIT_WINDOW_MS: '1000',
+      RATE_LIMIT_REDIS_URL: 'redis://cache:6379',
+      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '200',
+      LOAD_SHED_MAX_HEAP_BYTES: '1000000',
+    },
+    ...{
+      CORS_ORIGINS: 'https://a.example, https://b.example',
+      KEEP_ALIVE_TIMEOUT_MS: '61000',
+      REQUEST_TIMEOUT_MS: '0',
+      HEADERS_TIMEOUT_MS: '5000',
+      CONNECTION_TIMEOUT_MS: '90000',
+    },
+    ...{
+      GROUP_COMMIT_MAX_BATCH: '1',
+      DATABASE_POOL_SIZE: '4',
+      DATABASE_STATEMENT_TIMEOUT_MS: '250',
+      DATABASE_CONNECT_TIMEOUT_MS: '100',
+      MIGRATE_ON_START: 'false',
+      MAX_CONNECTIONS: '500',
+    },
+    ...{
+      AUTH_FAILURE_LIMIT_MAX: '0',
+      AUTH_FAILURE_LIMIT_WINDOW_MS: '900000',
+      SHUTDOWN_DRAIN_DELAY_MS: '0',
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
+    },
   })
   const copy = { ...env }
   t.match(loadConfig(env), {
-    ...{ nodeEnv: 'production', host: '0.0.0.0', port: 0, dataDir: '/var/lib/plants', bodyLimit: 1024, logLevel: 'warn', shutdownGraceMs: 0, tokens: [A], tokenGenerated: false },
-    ...{ rateLimitMax: 0, rateLimitWindowMs: 1000, rateLimitRedisUrl: 'redis://cache:6379', loadShedMaxEventLoopDelayMs: 200, loadShedMaxHeapBytes: 1000000 },
-    ...{ corsOrigins: ['https://a.example', 'https://b.example'], keepAliveTimeoutMs: 61000, requestTimeoutMs: 0, headersTimeoutMs: 5000, connectionTimeoutMs: 90000 },
-    ...{ groupCommitMaxBatch: 1, databasePoolSize: 4, databaseStatementTimeoutMs: 250, databaseConnectTimeoutMs: 100, migrateOnStart: false, maxConnections: 500 },
+    ...{
+      nodeEnv: 'production',
+      host: '0.0.0.0',
+      port: 0,
+      dataDir: '/var/lib/plants',
+      bodyLimit: 1024,
+      logLevel: 'warn',
+      shutdownGraceMs: 0,
+      tokens: [A],
+      tokenGenerated: false,
+    },
+    ...{
+      rateLimitMax: 0,
+      rateLimitWindowMs: 1000,
+      rateLimitRedisUrl: 'redis://cache:6379',
+      loadShedMaxEventLoopDelayMs: 200,
+      loadShedMaxHeapBytes: 1000000,
+    },
+    ...{
+      corsOrigins: ['https://a.example', 'https://b.example'],
+      keepAliveTimeoutMs: 61000,
+      requestTimeoutMs: 0,
+      headersTimeoutMs: 5000,
+      connectionTimeoutMs: 90000,
+    },
+    ...{
+      groupCommitMaxBatch: 1,
+      databasePoolSize: 4,
+      databaseStatementTimeoutMs: 250,
+      databaseConnectTimeoutMs: 100,
+      migrateOnStart: false,
+      maxConnections: 500,
+    },
     ...{ authFailureLimitMax: 0, authFailureLimitWindowMs: 900000, otelExporterOtlpEndpoint: 'http://collector:4318' },
   })
   t.strictSame(env, copy, 'the environment is unchanged')
 })
 
-t.test('tokens: PLANT_STORE_TOKENS (commas) and PLANT_STORE_TOKENS_FILE (newlines or commas) combine, trimmed, each once', async (t) => {
-  const dir = t.testdir({ tokens: `${B}\n${A},${C}\n\n` })
-  t.strictSame(loadConfig({ PLANT_STORE_TOKENS: ` ${A} , ${C},,${A} ` }).tokens, [A, C])
-  t.match(loadConfig({ PLANT_STORE_TOKENS: `${A},${C}`, PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }), { tokens: [A, C, B], tokenGenerated: false })
-  for (const path of [join(dir, 'missing'), dir]) t.match(configError({ PLANT_STORE_TOKENS_FILE: path }).message, /PLANT_STORE_TOKENS_FILE cannot be read/)
-  for (const token of [randomBytes(24).toString('base64url'), randomBytes(32).toString('base64'), randomBytes(16).toString('hex')]) {
-    t.strictSame(loadConfig({ PLANT_STORE_TOKENS: token }).tokens, [token], 'random tokens of 32 characters or more are accepted')
-  }
-})
+t.test(
+  'tokens: PLANT_STORE_TOKENS (commas) and PLANT_STORE_TOKENS_FILE (newlines or commas) combine, trimmed, each once',
+  async (t) => {
+    const dir = t.testdir({ tokens: `${B}\n${A},${C}\n\n` })
+    t.strictSame(loadConfig({ PLANT_STORE_TOKENS: ` ${A} , ${C},,${A} ` }).tokens, [A, C])
+    t.match(loadConfig({ PLANT_STORE_TOKENS: `${A},${C}`, PLANT_STORE_TOKENS_FILE: join(dir, 'tokens') }), {
+      tokens: [A, C, B],
+      tokenGenerated: false,
+    })
+    for (const path of [join(dir, 'missing'), dir])
+      t.match(configError({ PLANT_STORE_TOKENS_FILE: path }).message, /PLANT_STORE_TOKENS_FILE cannot be read/)
+    for (const token of [
+      randomBytes(24).toString('base64url'),
+      randomBytes(32).toString('base64'),
+      randomBytes(16).toString('hex'),
+    ]) {
+      t.strictSame(
+        loadConfig({ PLANT_STORE_TOKENS: token }).tokens,
+        [token],
+        'random tokens of 32 characters or more are accepted',
+      )
+    }
+  },
+)
 
 t.test('a weak or malformed token is a ConfigError that does not echo it', async (t) => {
   for (const [what, token] of [
@@ -76,25 +176,43 @@ t.test('a weak or malformed token is a ConfigError that does not echo it', async
     ['with 8 random characters twice', `k3J9xQ2mV7pLwR5tY8uZ${'Hn4tQ8wE'.repeat(2)}`],
   ]) {
     const fromList = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
-    t.match(fromList.message, /token #2 is malformed or guessable; a token must be at least 32 characters .* 128 bits or more/, what!)
+    t.match(
+      fromList.message,
+      /token #2 is malformed or guessable; a token must be at least 32 characters .* 128 bits or more/,
+      what!,
+    )
     t.notMatch(fromList.message, token!)
-    t.notMatch(configError({ PLANT_STORE_TOKENS_FILE: join(t.testdir({ tokens: `${token}\n` }), 'tokens') }).message, token!)
+    t.notMatch(
+      configError({ PLANT_STORE_TOKENS_FILE: join(t.testdir({ tokens: `${token}\n` }), 'tokens') }).message,
+      token!,
+    )
   }
 })
 
-t.test('production without a token refuses to start; development and test generate one random token per call', async (t) => {
-  for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', PLANT_STORE_TOKENS: ' , ' }]) t.match(configError(env).message, /^Refusing to start/)
-  for (const environment of ['development', 'test']) {
-    const first = loadConfig({ NODE_ENV: environment })
-    t.equal(first.tokenGenerated, true)
-    t.match(first.tokens, [/^[A-Za-z0-9_-]{43}$/], '32 random bytes, base64url')
-    t.notSame(first.tokens, loadConfig({ NODE_ENV: environment }).tokens, 'a different token each call')
-    t.strictSame(loadConfig({ NODE_ENV: environment, PLANT_STORE_TOKENS: A }).tokens, [A], 'none generated when one is configured')
-  }
-})
+t.test(
+  'production without a token refuses to start; development and test generate one random token per call',
+  async (t) => {
+    for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', PLANT_STORE_TOKENS: ' , ' }])
+      t.match(configError(env).message, /^Refusing to start/)
+    for (const environment of ['development', 'test']) {
+      const first = loadConfig({ NODE_ENV: environment })
+      t.equal(first.tokenGenerated, true)
+      t.match(first.tokens, [/^[A-Za-z0-9_-]{43}$/], '32 random bytes, base64url')
+      t.notSame(first.tokens, loadConfig({ NODE_ENV: environment }).tokens, 'a different token each call')
+      t.strictSame(
+        loadConfig({ NODE_ENV: environment, PLANT_STORE_TOKENS: A }).tokens,
+        [A],
+        'none generated when one is configured',
+      )
+    }
+  },
+)
 
 t.test('invalid variables are each named with what is wrong, as Ajv words it', async (t) => {
-  t.equal(configError({ PORT: '70000', LOG_LEVEL: 'loud' }).message, 'Invalid configuration: env/PORT must be <= 65535, env/LOG_LEVEL must be equal to one of the allowed values')
+  t.equal(
+    configError({ PORT: '70000', LOG_LEVEL: 'loud' }).message,
+    'Invalid configuration: env/PORT must be <= 65535, env/LOG_LEVEL must be equal to one of the allowed values',
+  )
   for (const [variable, value] of [
     ['PORT', 'http'],
     ['BODY_LIMIT', '100'],
@@ -109,61 +227,112 @@ t.test('invalid variables are each named with what is wrong, as Ajv words it', a
     ['AUTH_FAILURE_LIMIT_WINDOW_MS', '86400001'],
     ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4317'],
   ]) {
-    t.match(configError({ [variable!]: value, PLANT_STORE_TOKENS: A }).message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`), `${variable}=${value}`)
+    t.match(
+      configError({ [variable!]: value, PLANT_STORE_TOKENS: A }).message,
+      new RegExp(`^Invalid configuration: .*\\b${variable}\\b`),
+      `${variable}=${value}`,
+    )
   }
-  t.match(configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message, /SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS/)
+  t.match(
+    configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message,
+    /SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS/,
+  )
 })
 
-t.test('DATABASE_URL and DATABASE_URL_FILE (read, trimmed) select PostgreSQL; a wrong one is a ConfigError that does not echo it', async (t) => {
-  t.equal(loadConfig({ DATABASE_URL: 'postgres://plants:secret@db:5432/plants' }).databaseUrl, 'postgres://plants:secret@db:5432/plants')
-  const dir = t.testdir({ url: 'postgresql://plants:secret@db/plants\n', wrong: 'mysql://plants:secret@db/plants\n' })
-  t.equal(loadConfig({ DATABASE_URL_FILE: join(dir, 'url') }).databaseUrl, 'postgresql://plants:secret@db/plants')
-  const errors = [configError({ DATABASE_URL: 'mysql://plants:secret@db/plants' }), configError({ DATABASE_URL_FILE: join(dir, 'wrong') })]
-  t.match(errors, [{ message: /DATABASE_URL/ }, { message: /DATABASE_URL_FILE must contain a postgres:\/\/ URL/ }])
-  for (const error of errors) t.notMatch(error.message, 'secret')
-  t.match(configError({ DATABASE_URL_FILE: join(dir, 'missing') }).message, /DATABASE_URL_FILE cannot be read \(ENOENT\)/)
-})
+t.test(
+  'DATABASE_URL and DATABASE_URL_FILE (read, trimmed) select PostgreSQL; a wrong one is a ConfigError that does not echo it',
+  async (t) => {
+    t.equal(
+      loadConfig({ DATABASE_URL: 'postgres://plants:secret@db:5432/plants' }).databaseUrl,
+      'postgres://plants:secret@db:5432/plants',
+    )
+    const dir = t.testdir({ url: 'postgresql://plants:secret@db/plants\n', wrong: 'mysql://plants:secret@db/plants\n' })
+    t.equal(loadConfig({ DATABASE_URL_FILE: join(dir, 'url') }).databaseUrl, 'postgresql://plants:secret@db/plants')
+    const errors = [
+      configError({ DATABASE_URL: 'mysql://plants:secret@db/plants' }),
+      configError({ DATABASE_URL_FILE: join(dir, 'wrong') }),
+    ]
+    t.match(errors, [{ message: /DATABASE_URL/ }, { message: /DATABASE_URL_FILE must contain a postgres:\/\/ URL/ }])
+    for (const error of errors) t.notMatch(error.message, 'secret')
+    t.match(
+      configError({ DATABASE_URL_FILE: join(dir, 'missing') }).message,
+      /DATABASE_URL_FILE cannot be read \(ENOENT\)/,
+    )
+  },
+)
 
-t.test('TRUST_PROXY is false, true, or a list of addresses and CIDRs; trusting every address refuses to start in production', async (t) => {
-  t.equal(loadConfig({}).trustProxy, false)
-  t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false)
-  t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
-  t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
-  const valid = '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'.split(' ')
-  t.strictSame(loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy, valid)
-  const invalid = 'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
-  for (const value of [' , ', ...invalid.split(' ')]) t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
-  for (const value of ['true', '0.0.0.0/0', '10.0.0.1,::/0']) {
-    t.match(configError({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: value }).message, /^Refusing to start: TRUST_PROXY trusts every address in production/, value)
-  }
-  t.strictSame(loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
-})
+t.test(
+  'TRUST_PROXY is false, true, or a list of addresses and CIDRs; trusting every address refuses to start in production',
+  async (t) => {
+    t.equal(loadConfig({}).trustProxy, false)
+    t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false)
+    t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+    t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
+    const valid =
+      '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'.split(
+        ' ',
+      )
+    t.strictSame(loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy, valid)
+    const invalid =
+      'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
+    for (const value of [' , ', ...invalid.split(' ')])
+      t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
+    for (const value of ['true', '0.0.0.0/0', '10.0.0.1,::/0']) {
+      t.match(
+        configError({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: value }).message,
+        /^Refusing to start: TRUST_PROXY trusts every address in production/,
+        value,
+      )
+    }
+    t.strictSame(loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, [
+      '10.0.0.0/8',
+    ])
+  },
+)
 
 t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unless set', async (t) => {
   const limit = openFileLimit()
-  t.equal(limit, Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })), 'the soft RLIMIT_NOFILE, as the shell reads it')
+  t.equal(
+    limit,
+    Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })),
+    'the soft RLIMIT_NOFILE, as the shell reads it',
+  )
   t.equal(loadConfig({}).maxConnections, Math.min(10_000, limit - 128))
 })
 
-t.test('the settings table: a row per setting in the schema order; --check fails on a stale table and changes nothing; a run rewrites only the table', async (t) => {
-  const rows = (table: string) => table.split('\n').slice(2)
-  t.strictSame(rows(settingsTable({ A: { default: 'x', description: 'one | two' }, B: { description: 'no default' } })), ['| `A` | `x` | one \\| two |', '| `B` | | no default |'])
-  const names = rows(settingsTable()).map((row) => /^\| `(\w+)` \|/.exec(row)?.[1])
-  t.strictSame(names, Object.keys(settingsSchema.properties))
-  t.throws(() => withSettingsTable('# Configuration\n', settingsTable()), /no "<!-- settings:start/)
-  const path = join(t.testdir(), 'configuration.md')
-  const fresh = withSettingsTable(`# Prose kept\n\n${TABLE_START}\n${TABLE_END}\n\nMore prose.\n`, settingsTable())
-  const stale = fresh.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |')
-  t.not(stale, fresh)
-  writeFileSync(path, stale)
-  const run = (args: string[]) => spawnSync(process.execPath, [...process.execArgv, 'scripts/config-reference.ts', ...args], { encoding: 'utf8' })
-  const check = run(['--check', path])
-  t.equal(check.status, 1, '--check exits 1')
-  t.match(check.stderr, /the settings table is not service\/settings\.ts's schema; run `npm run generate:config-docs`/)
-  t.equal(readFileSync(path, 'utf8'), stale, '--check writes nothing')
-  t.equal(run([path]).status, 0)
-  t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
-  t.equal(run(['--check', path]).status, 0, 'then --check passes')
-  const reference = readFileSync(referencePath, 'utf8')
-  t.equal(run(['--check']).status, withSettingsTable(reference, settingsTable()) === reference ? 0 : 1, 'without a file it checks docs/configuration.md')
-})
+t.test(
+  'the settings table: a row per setting in the schema order; --check fails on a stale table and changes nothing; a run rewrites only the table',
+  async (t) => {
+    const rows = (table: string) => table.split('\n').slice(2)
+    t.strictSame(
+      rows(settingsTable({ A: { default: 'x', description: 'one | two' }, B: { description: 'no default' } })),
+      ['| `A` | `x` | one \\| two |', '| `B` | | no default |'],
+    )
+    const names = rows(settingsTable()).map((row) => /^\| `(\w+)` \|/.exec(row)?.[1])
+    t.strictSame(names, Object.keys(settingsSchema.properties))
+    t.throws(() => withSettingsTable('# Configuration\n', settingsTable()), /no "<!-- settings:start/)
+    const path = join(t.testdir(), 'configuration.md')
+    const fresh = withSettingsTable(`# Prose kept\n\n${TABLE_START}\n${TABLE_END}\n\nMore prose.\n`, settingsTable())
+    const stale = fresh.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |')
+    t.not(stale, fresh)
+    writeFileSync(path, stale)
+    const run = (args: string[]) =>
+      spawnSync(process.execPath, [...process.execArgv, 'scripts/config-reference.ts', ...args], { encoding: 'utf8' })
+    const check = run(['--check', path])
+    t.equal(check.status, 1, '--check exits 1')
+    t.match(
+      check.stderr,
+      /the settings table is not service\/settings\.ts's schema; run `npm run generate:config-docs`/,
+    )
+    t.equal(readFileSync(path, 'utf8'), stale, '--check writes nothing')
+    t.equal(run([path]).status, 0)
+    t.equal(readFileSync(path, 'utf8'), fresh, 'rewritten: the table as the schema gives it, the prose as it was')
+    t.equal(run(['--check', path]).status, 0, 'then --check passes')
+    const reference = readFileSync(referencePath, 'utf8')
+    t.equal(
+      run(['--check']).status,
+      withSettingsTable(reference, settingsTable()) === reference ? 0 : 1,
+      'without a file it checks docs/configuration.md',
+    )
+  },
+)

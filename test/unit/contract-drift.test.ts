@@ -30,71 +30,113 @@ t.test('each kind of breaking edit is flagged', async (t) => {
     [(doc) => (doc.paths = { '/flowers': doc.paths['/plants'] }), /POST \/plants: operation removed/],
     [(doc) => (post(doc).operationId = 'addPlant'), /operationId createPlant renamed to addPlant/],
     [(doc) => delete plant(doc).tag, /request application\/json\.tag: field removed/],
-    [(doc) => delete doc.components.schemas.Error.properties.message, /409 response application\/json\.message: field removed/],
+    [
+      (doc) => delete doc.components.schemas.Error.properties.message,
+      /409 response application\/json\.message: field removed/,
+    ],
     [(doc) => (doc.components.schemas.Error.required = ['error']), /message: no longer required/],
-    [(doc) => Object.assign(own(doc), { properties: { ...own(doc).properties, colour: { type: 'string' } }, required: [...own(doc).required, 'colour'] }), /\.colour: new required field/],
-    [(doc) => (plant(doc).tag.type = 'integer'), /request application\/json\.tag: type narrowed \("string" -> "integer"\)/],
+    [
+      (doc) =>
+        Object.assign(own(doc), {
+          properties: { ...own(doc).properties, colour: { type: 'string' } },
+          required: [...own(doc).required, 'colour'],
+        }),
+      /\.colour: new required field/,
+    ],
+    [
+      (doc) => (plant(doc).tag.type = 'integer'),
+      /request application\/json\.tag: type narrowed \("string" -> "integer"\)/,
+    ],
     [(doc) => (own(doc).properties.id.format = 'int32'), /\.id: format narrowed \("int64" -> "int32"\)/],
     [(doc) => (plant(doc).name.pattern = '^[a-z]*$'), /request application\/json\.name: pattern narrowed/],
     [(doc) => (plant(doc).name.maxLength = 10), /\.name: maxLength narrowed \(undefined -> 10\)/],
     [(doc) => (plant(doc).tag.enum = ['indoor']), /request application\/json\.tag: enum narrowed/],
     [(doc) => delete post(doc).responses['409'], /POST \/plants 409: response status removed/],
     [(doc) => delete doc.components.responses.TooManyRequests.headers, /429: header Retry-After removed/],
-    [(doc) => (post(doc).requestBody.content = { 'application/merge-patch+json': post(doc).requestBody.content['application/json'] }), /request: media type application\/json removed/],
+    [
+      (doc) =>
+        (post(doc).requestBody.content = {
+          'application/merge-patch+json': post(doc).requestBody.content['application/json'],
+        }),
+      /request: media type application\/json removed/,
+    ],
   ]
-  for (const [edit, expected] of breaking) t.match(breakingChanges(released, edited(edit)).join('\n'), expected, String(expected))
+  for (const [edit, expected] of breaking)
+    t.match(breakingChanges(released, edited(edit)).join('\n'), expected, String(expected))
 })
 
-t.test('flagged between two edited copies: in responses wider types, formats, bounds, enums; in requests tighter bounds, a body now required', async (t) => {
-  const older = edited((doc) =>
-    Object.assign(plant(doc), { tag: { ...plant(doc).tag, enum: ['indoor', 'outdoor'], maxLength: 20 }, kinds: { type: 'array', items: { type: 'string', format: 'email' } } }),
-  )
-  const newer = structuredClone(older)
-  Object.assign(plant(newer).tag, { enum: ['indoor', 'outdoor', 'greenhouse'], maxLength: 40 })
-  plant(newer).name.type = ['string', 'null']
-  delete plant(newer).kinds.items.format
-  const found = breakingChanges(older, newer)
-    .filter((line) => line.includes(' 200 response '))
-    .join('\n')
-  for (const expected of [/\.tag: enum widened/, /\.tag: maxLength widened \(20 -> 40\)/, /\.name: type widened/, /\.kinds\[\]: format widened \("email" -> undefined\)/]) t.match(found, expected)
-  const minLength = (length: number) => edited((doc) => (plant(doc).name.minLength = length))
-  t.match(breakingChanges(minLength(1), minLength(2)).join('\n'), /request application\/json\.name: minLength narrowed \(1 -> 2\)/)
-  const optionalBody = edited((doc) => (post(doc).requestBody.required = false))
-  t.match(breakingChanges(optionalBody, released), ['POST /plants request body: now required'])
-  const untyped = edited((doc) => delete own(doc).properties.id.type)
-  t.same(breakingChanges(released, untyped), [], 'no type accepts every type: not narrowed')
-  t.match(breakingChanges(untyped, released).join('\n'), /\.id: type narrowed \(undefined -> "integer"\)/)
-})
+t.test(
+  'flagged between two edited copies: in responses wider types, formats, bounds, enums; in requests tighter bounds, a body now required',
+  async (t) => {
+    const older = edited((doc) =>
+      Object.assign(plant(doc), {
+        tag: { ...plant(doc).tag, enum: ['indoor', 'outdoor'], maxLength: 20 },
+        kinds: { type: 'array', items: { type: 'string', format: 'email' } },
+      }),
+    )
+    const newer = structuredClone(older)
+    Object.assign(plant(newer).tag, { enum: ['indoor', 'outdoor', 'greenhouse'], maxLength: 40 })
+    plant(newer).name.type = ['string', 'null']
+    delete plant(newer).kinds.items.format
+    const found = breakingChanges(older, newer)
+      .filter((line) => line.includes(' 200 response '))
+      .join('\n')
+    for (const expected of [
+      /\.tag: enum widened/,
+      /\.tag: maxLength widened \(20 -> 40\)/,
+      /\.name: type widened/,
+      /\.kinds\[\]: format widened \("email" -> undefined\)/,
+    ])
+      t.match(found, expected)
+    const minLength = (length: number) => edited((doc) => (plant(doc).name.minLength = length))
+    t.match(
+      breakingChanges(minLength(1), minLength(2)).join('\n'),
+      /request application\/json\.name: minLength narrowed \(1 -> 2\)/,
+    )
+    const optionalBody = edited((doc) => (post(doc).requestBody.required = false))
+    t.match(breakingChanges(optionalBody, released), ['POST /plants request body: now required'])
+    const untyped = edited((doc) => delete own(doc).properties.id.type)
+    t.same(breakingChanges(released, untyped), [], 'no type accepts every type: not narrowed')
+    t.match(breakingChanges(untyped, released).join('\n'), /\.id: type narrowed \(undefined -> "integer"\)/)
+  },
+)
 
 t.test('passes: the current openapi.yaml, non-breaking edits, recursive schemas (compared once)', async (t) => {
   t.same(breakingChanges(released, readContract(join(import.meta.dirname, '../../openapi.yaml'))), [])
   const newer = edited((doc) => {
     plant(doc).colour = { type: 'string' }
     own(doc).properties.id.type = 'number'
-    post(doc).responses['403'] = { description: 'Forbidden', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }
+    post(doc).responses['403'] = {
+      description: 'Forbidden',
+      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+    }
     doc.paths['/plants'].get = { operationId: 'listPlants', responses: { '200': { description: 'The plants' } } }
     doc.components.headers['Retry-After'].schema.minimum = -1
   })
   t.same(breakingChanges(released, newer), [], 'new optional field, wider request type, new status, new operation')
-  const recursive = () => edited((doc) => (plant(doc).children = { type: 'array', items: { $ref: '#/components/schemas/Plant' } }))
+  const recursive = () =>
+    edited((doc) => (plant(doc).children = { type: 'array', items: { $ref: '#/components/schemas/Plant' } }))
   t.same(breakingChanges(recursive(), recursive()), [])
   t.same(breakingChanges({}, {}), [])
 })
 
-t.test('the command line: exit status 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an error', async (t) => {
-  const dir = t.testdir()
-  const lines: string[] = []
-  const log = (line: string) => void lines.push(line)
-  t.equal(main([], log), 0)
-  t.match(lines, [/openapi\.yaml is backward compatible with .*openapi-1\.0\.0\.yaml$/])
-  const broken = join(dir, 'openapi.yaml')
-  writeFileSync(broken, JSON.stringify(edited((doc) => delete post(doc).responses['409'])))
-  lines.length = 0
-  t.equal(main([releasedPath, broken], log), 1)
-  t.match(lines, [/breaks/, '  POST /plants 409: response status removed'])
-  writeFileSync(join(dir, 'openapi-latest.yaml'), '{}')
-  t.throws(() => latestReleased(dir), /No released contract/)
-  writeFileSync(join(dir, 'openapi-1.10.0.yaml'), '{}')
-  writeFileSync(join(dir, 'openapi-1.9.0.yaml'), '{}')
-  t.equal(latestReleased(dir), join(dir, 'openapi-1.10.0.yaml'), 'by semantic version, not by name')
-})
+t.test(
+  'the command line: exit status 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an error',
+  async (t) => {
+    const dir = t.testdir()
+    const lines: string[] = []
+    const log = (line: string) => void lines.push(line)
+    t.equal(main([], log), 0)
+    t.match(lines, [/openapi\.yaml is backward compatible with .*openapi-1\.0\.0\.yaml$/])
+    const broken = join(dir, 'openapi.yaml')
+    writeFileSync(broken, JSON.stringify(edited((doc) => delete post(doc).responses['409'])))
+    lines.length = 0
+    t.equal(main([releasedPath, broken], log), 1)
+    t.match(lines, [/breaks/, '  POST /plants 409: response status removed'])
+    writeFileSync(join(dir, 'openapi-latest.yaml'), '{}')
+    t.throws(() => latestReleased(dir), /No released contract/)
+    writeFileSync(join(dir, 'openapi-1.10.0.yaml'), '{}')
+    writeFileSync(join(dir, 'openapi-1.9.0.yaml'), '{}')
+    t.equal(latestReleased(dir), join(dir, 'openapi-1.10.0.yaml'), 'by semantic version, not by name')
+  },
+)

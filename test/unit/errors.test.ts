@@ -8,19 +8,27 @@
 import t from 'tap'
 import { toErrorResponse } from '../../service/errors.ts'
 
-t.test('anything else than an HTTP error is 500 Internal Server Error, marked internal, with nothing of the cause', async (t) => {
-  const internal = { statusCode: 500, headers: {}, body: { error: 500, message: 'Internal Server Error' }, internal: true }
-  for (const error of [
-    new Error('SQLITE_ERROR: no such table: plant'),
-    Object.assign(new Error('server error with a status'), { statusCode: 502 }),
-    Object.assign(new Error('a redirect is not an error'), { statusCode: 302 }),
-    Object.assign(new Error('Unauthorized without errors'), { name: 'Unauthorized' }),
-    'a thrown string',
-    42,
-    {},
-    null,
-    undefined,
-  ]) {
-    t.strictSame(toErrorResponse(error), internal, String(error))
-  }
-})
+t.test(
+  'anything else than an HTTP error is 500 Internal Server Error, marked internal, with nothing of the cause',
+  async (t) => {
+    const internal = {
+      statusCode: 500,
+      headers: {},
+      body: { error: 500, message: 'Internal Server Error' },
+      internal: true,
+    }
+    for (const error of [
+      new Error('SQLITE_ERROR: no such table: plant'),
+      Object.assign(new Error('server error with a status'), { statusCode: 502 }),
+      Object.assign(new Error('a redirect is not an error'), { statusCode: 302 }),
+      Object.assign(new Error('Unauthorized without errors'), { name: 'Unauthorized' }),
+      'a thrown string',
+      42,
+      {},
+      null,
+      undefined,
+    ]) {
+      t.strictSame(toErrorResponse(error), internal, String(error))
+    }
+  },
+)

@@ -23,17 +23,30 @@ async function repository(t: Parameters<typeof freshStore>[0]) {
 
 const plant = (id: bigint, name: string, tag: string | null = null): PlantRecord => ({ id, name, tag })
 
-t.test('an idle save goes out alone at once; concurrent ones share transactions of at most maxBatch, each answered with its own outcome', async (t) => {
-  const repo = await repository(t)
-  const batches: number[] = []
-  const group = new GroupCommit(repo, { maxBatch: 3, maxInFlight: 1, onBatch: (size) => batches.push(size) })
-  t.equal((await group.save(plant(100n, 'alone'))).status, 'created')
-  const outcomes = await Promise.all([plant(1n, 'a'), plant(2n, 'b', 'x'), plant(1n, 'a'), plant(1n, 'changed'), plant(2n, 'b'), plant(3n, 'c'), plant(4n, 'd')].map((p) => group.save(p)))
-  t.same(batches, [1, 3, 3, 1])
-  const statuses = outcomes.map((outcome) => outcome.status)
-  t.same(statuses, ['created', 'created', 'replayed', 'conflict', 'conflict', 'created', 'created'])
-  t.same(outcomes[3]!.stored, plant(1n, 'a'), 'a conflict reports what is stored')
-})
+t.test(
+  'an idle save goes out alone at once; concurrent ones share transactions of at most maxBatch, each answered with its own outcome',
+  async (t) => {
+    const repo = await repository(t)
+    const batches: number[] = []
+    const group = new GroupCommit(repo, { maxBatch: 3, maxInFlight: 1, onBatch: (size) => batches.push(size) })
+    t.equal((await group.save(plant(100n, 'alone'))).status, 'created')
+    const outcomes = await Promise.all(
+      [
+        plant(1n, 'a'),
+        plant(2n, 'b', 'x'),
+        plant(1n, 'a'),
+        plant(1n, 'changed'),
+        plant(2n, 'b'),
+        plant(3n, 'c'),
+        plant(4n, 'd'),
+      ].map((p) => group.save(p)),
+    )
+    t.same(batches, [1, 3, 3, 1])
+    const statuses = outcomes.map((outcome) => outcome.status)
+    t.same(statuses, ['created', 'created', 'replayed', 'conflict', 'conflict', 'created', 'created'])
+    t.same(outcomes[3]!.stored, plant(1n, 'a'), 'a conflict reports what is stored')
+  },
+)
 
 t.test('a failed batch is retried plant by plant: only the failing plant gets the error', async (t) => {
   const calls: number[] = []
@@ -46,8 +59,16 @@ t.test('a failed batch is retried plant by plant: only the failing plant gets th
     },
   }
   const failed: boolean[] = []
-  const group = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, onBatch: (_size, _seconds, isFailed) => failed.push(isFailed) })
-  const results = await Promise.allSettled([group.save(plant(1n, 'good')), group.save(plant(2n, 'bad')), group.save(plant(3n, 'good'))])
+  const group = new GroupCommit(writer, {
+    maxBatch: 10,
+    maxInFlight: 1,
+    onBatch: (_size, _seconds, isFailed) => failed.push(isFailed),
+  })
+  const results = await Promise.allSettled([
+    group.save(plant(1n, 'good')),
+    group.save(plant(2n, 'bad')),
+    group.save(plant(3n, 'good')),
+  ])
   const settled = results.map((result) => result.status)
   t.same(settled, ['fulfilled', 'rejected', 'fulfilled'])
   t.equal((results[1] as PromiseRejectedResult).reason, failure)
@@ -69,48 +90,62 @@ t.test('a store outage fails the whole batch with StoreUnavailableError, without
   t.equal(calls, 1)
 })
 
-t.test('a transaction of several creates is a child of the one that started the batch and links the others', async (t) => {
-  const collector = await startCollector(t)
-  const tracing = startTracing(collector.url)
-  let release!: () => void
-  const gate = new Promise<void>((resolve) => (release = resolve))
-  // A writer held until released: while it holds the first batch, the next saves queue up together.
-  const writer = {
-    saveAll: async (plants: readonly PlantRecord[]) => {
-      await gate
-      return plants.map((stored) => ({ status: 'created' as const, stored }))
-    },
-  }
-  const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
-  // Each save as if made inside the handler span of a request of its own trace.
-  const callers = [1, 2, 3, 4].map(() => traceparent())
-  const saveAs = (caller: ReturnType<typeof traceparent>, id: number) =>
-    context.with(trace.setSpanContext(ROOT_CONTEXT, { traceId: caller.traceId, spanId: caller.spanId, traceFlags: TraceFlags.SAMPLED }), () => commit.save(plant(BigInt(id), `plant ${id}`)))
+t.test(
+  'a transaction of several creates is a child of the one that started the batch and links the others',
+  async (t) => {
+    const collector = await startCollector(t)
+    const tracing = startTracing(collector.url)
+    let release!: () => void
+    const gate = new Promise<void>((resolve) => (release = resolve))
+    // A writer held until released: while it holds the first batch, the next saves queue up together.
+    const writer = {
+      saveAll: async (plants: readonly PlantRecord[]) => {
+        await gate
+        return plants.map((stored) => ({ status: 'created' as const, stored }))
+      },
+    }
+    const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
+    // Each save as if made inside the handler span of a request of its own trace.
+    const callers = [1, 2, 3, 4].map(() => traceparent())
+    const saveAs = (caller: ReturnType<typeof traceparent>, id: number) =>
+      context.with(
+        trace.setSpanContext(ROOT_CONTEXT, {
+          traceId: caller.traceId,
+          spanId: caller.spanId,
+          traceFlags: TraceFlags.SAMPLED,
+        }),
+        () => commit.save(plant(BigInt(id), `plant ${id}`)),
+      )
 
-  const first = saveAs(callers[0]!, 1)
-  await new Promise((resolve) => setImmediate(resolve))
-  const queued = callers.slice(1).map((caller, index) => saveAs(caller, index + 2))
-  release()
-  t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))
-  await tracing.shutdown()
+    const first = saveAs(callers[0]!, 1)
+    await new Promise((resolve) => setImmediate(resolve))
+    const queued = callers.slice(1).map((caller, index) => saveAs(caller, index + 2))
+    release()
+    t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))
+    await tracing.shutdown()
 
-  t.equal(collector.spans.length, 2, 'two transactions')
-  const alone = only(
-    t,
-    collector.spans.filter((span) => span.traceId === callers[0]!.traceId),
-    'store transaction',
-  )
-  t.match(alone, { parentSpanId: callers[0]!.spanId, links: [], attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 } })
-  const batch = only(
-    t,
-    collector.spans.filter((span) => span.traceId === callers[1]!.traceId),
-    'store transaction',
-  )
-  t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
-  const others = callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId }))
-  t.same(batch.links, others, 'linked to the others, in order')
-  t.equal(batch.attributes['db.operation.batch.size'], 3)
-})
+    t.equal(collector.spans.length, 2, 'two transactions')
+    const alone = only(
+      t,
+      collector.spans.filter((span) => span.traceId === callers[0]!.traceId),
+      'store transaction',
+    )
+    t.match(alone, {
+      parentSpanId: callers[0]!.spanId,
+      links: [],
+      attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 },
+    })
+    const batch = only(
+      t,
+      collector.spans.filter((span) => span.traceId === callers[1]!.traceId),
+      'store transaction',
+    )
+    t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
+    const others = callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId }))
+    t.same(batch.links, others, 'linked to the others, in order')
+    t.equal(batch.attributes['db.operation.batch.size'], 3)
+  },
+)
 
 t.test('the repository rolls a failed transaction back: nothing of it is stored', async (t) => {
   const repo = await repository(t)
@@ -118,45 +153,63 @@ t.test('the repository rolls a failed transaction back: nothing of it is stored'
   // SQLite, a value of a type better-sqlite3 cannot bind.
   const bad = { id: 2n, name: (TEST_DATABASE_URL ? 'nul\u0000' : { not: 'text' }) as string, tag: null }
   await t.rejects(repo.saveAll([plant(1n, 'good'), bad]))
-  t.match(await repo.saveAll([plant(1n, 'good')]), [{ status: 'created' }], 'the good plant of the failed transaction was not stored')
+  t.match(
+    await repo.saveAll([plant(1n, 'good')]),
+    [{ status: 'created' }],
+    'the good plant of the failed transaction was not stored',
+  )
 })
 
-t.test('PostgreSQL: concurrent batches over the same ids take their row locks in one order: no deadlock, every answer right', async (t) => {
-  // A database of its own: pg_stat_database counts deadlocks per database, and other tests share the server's.
-  const url = await postgresDatabase(t)
-  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: url }))
-  t.teardown(() => store.close())
-  await migrateToLatest(store)
-  const stats = new pg.Client({ connectionString: url })
-  await stats.connect()
-  t.teardown(() => stats.end())
-  const before = await deadlocks(stats)
-  // Ten batches of ten in flight over the same twenty ids, in random order, one of two
-  // contents each; rounds on fresh ids (a committed row locks nothing).
-  const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
-  for (let round = 0; round < 3; round++) {
-    const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
-    const plants = Array.from({ length: 200 }, (_, i) => plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`)).sort(() => Math.random() - 0.5)
-    const outcomes = await Promise.all(plants.map((p) => group.save(p)))
-    const { rows } = await stats.query<{ id: string; name: string }>('select id, name from plant where id = any($1::bigint[])', [ids])
-    t.equal(rows.length, 20, `round ${round}: each id stored once`)
-    const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
-    const wrong = outcomes.filter((outcome, i) => {
-      const sent = plants[i]!
-      const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
-      return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
-    })
-    t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
-    t.equal(outcomes.filter((outcome) => outcome.status === 'created').length, 20, `round ${round}: one create per id`)
-  }
-  await store.close()
-  t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
-})
+t.test(
+  'PostgreSQL: concurrent batches over the same ids take their row locks in one order: no deadlock, every answer right',
+  async (t) => {
+    // A database of its own: pg_stat_database counts deadlocks per database, and other tests share the server's.
+    const url = await postgresDatabase(t)
+    const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: url }))
+    t.teardown(() => store.close())
+    await migrateToLatest(store)
+    const stats = new pg.Client({ connectionString: url })
+    await stats.connect()
+    t.teardown(() => stats.end())
+    const before = await deadlocks(stats)
+    // Ten batches of ten in flight over the same twenty ids, in random order, one of two
+    // contents each; rounds on fresh ids (a committed row locks nothing).
+    const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
+    for (let round = 0; round < 3; round++) {
+      const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
+      const plants = Array.from({ length: 200 }, (_, i) =>
+        plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`),
+      ).sort(() => Math.random() - 0.5)
+      const outcomes = await Promise.all(plants.map((p) => group.save(p)))
+      const { rows } = await stats.query<{ id: string; name: string }>(
+        'select id, name from plant where id = any($1::bigint[])',
+        [ids],
+      )
+      t.equal(rows.length, 20, `round ${round}: each id stored once`)
+      const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
+      const wrong = outcomes.filter((outcome, i) => {
+        const sent = plants[i]!
+        const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
+        return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
+      })
+      t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
+      t.equal(
+        outcomes.filter((outcome) => outcome.status === 'created').length,
+        20,
+        `round ${round}: one create per id`,
+      )
+    }
+    await store.close()
+    t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
+  },
+)
 
 /** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their counts over). */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {
   for (const deadline = Date.now() + 30000; settled && Date.now() < deadline;) {
-    const { rows } = await client.query('select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()')
+    const { rows } = await client.query(
+      'select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+    )
     if (rows[0].others === 0) break
     await new Promise((resolve) => setTimeout(resolve, 20))
   }

@@ -11,12 +11,28 @@ import { MAX_NUMBER_LENGTH, parseJsonBody } from '../../service/json-body.ts'
 
 t.test('a longer number literal is an HttpError 400 before its value is computed (RFC 8259 §9)', async (t) => {
   const long = '0'.repeat(MAX_NUMBER_LENGTH)
-  for (const literal of [`1${long}`, `-${'9'.repeat(MAX_NUMBER_LENGTH)}`, `1.${long}1`, `1e${long}1`, `1${long}e-${MAX_NUMBER_LENGTH}`]) {
-    const error = t.throws(() => parseJsonBody(`{"id":1,"name":"a","extra":[${literal}]}`), literal.slice(0, 12)) as HttpError
+  for (const literal of [
+    `1${long}`,
+    `-${'9'.repeat(MAX_NUMBER_LENGTH)}`,
+    `1.${long}1`,
+    `1e${long}1`,
+    `1${long}e-${MAX_NUMBER_LENGTH}`,
+  ]) {
+    const error = t.throws(
+      () => parseJsonBody(`{"id":1,"name":"a","extra":[${literal}]}`),
+      literal.slice(0, 12),
+    ) as HttpError
     t.ok(error instanceof HttpError)
-    t.match(error, { statusCode: 400, message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters` })
+    t.match(error, {
+      statusCode: 400,
+      message: `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`,
+    })
   }
-  t.type(parseJsonBody(`{"id":${'9'.repeat(MAX_NUMBER_LENGTH)}}`), 'object', 'a literal of MAX_NUMBER_LENGTH characters is read')
+  t.type(
+    parseJsonBody(`{"id":${'9'.repeat(MAX_NUMBER_LENGTH)}}`),
+    'object',
+    'a literal of MAX_NUMBER_LENGTH characters is read',
+  )
 })
 
 t.test('a member name repeated with an equal value is accepted: every parser reads the same object', async (t) => {
@@ -34,13 +50,22 @@ t.test('invalid JSON is an HttpError 400; other JSON values parse like JSON.pars
   }
 })
 
-t.test('a repeated member name with different values is an HttpError 400 (RFC 8259 §4) however it is spelled; colons inside strings are not members', async (t) => {
-  for (const text of ['{"id":1,"id":2}', '{"a":{"b":1,"b":"1"}}', '{"\\u0069d":1,"id":2}', '{"a\\"b":1,"a\\u0022b":2}', '[{"x":{"y":1}},{"x":{"y":1,"y":[2]}}]']) {
-    t.match(
-      t.throws(() => parseJsonBody(text), text),
-      { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ },
-    )
-  }
-  const text = '{"a:b":"c\\":d:","e\\\\":":","f":{"g":"::"}}'
-  t.strictSame(parseJsonBody(text), JSON.parse(text))
-})
+t.test(
+  'a repeated member name with different values is an HttpError 400 (RFC 8259 §4) however it is spelled; colons inside strings are not members',
+  async (t) => {
+    for (const text of [
+      '{"id":1,"id":2}',
+      '{"a":{"b":1,"b":"1"}}',
+      '{"\\u0069d":1,"id":2}',
+      '{"a\\"b":1,"a\\u0022b":2}',
+      '[{"x":{"y":1}},{"x":{"y":1,"y":[2]}}]',
+    ]) {
+      t.match(
+        t.throws(() => parseJsonBody(text), text),
+        { statusCode: 400, message: /^Body is not valid JSON: Duplicate key/ },
+      )
+    }
+    const text = '{"a:b":"c\\":d:","e\\\\":":","f":{"g":"::"}}'
+    t.strictSame(parseJsonBody(text), JSON.parse(text))
+  },
+)

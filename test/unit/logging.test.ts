@@ -10,49 +10,104 @@ import t from 'tap'
 import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.ts'
 import { logSink } from '../helpers/app.ts'
 
-t.test('logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout', async (t) => {
-  t.equal(loggerOptions('info', false).transport, undefined)
-  t.match(loggerOptions('debug', true), { level: 'debug', transport: { target: 'pino-pretty' } })
-  const terminal = processLogging('debug', true)
-  t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
-  t.equal(terminal.options.stream, undefined)
-  t.doesNotThrow(() => terminal.flush())
-  const piped = processLogging('info', false)
-  t.equal(piped.options.transport, undefined)
-  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "stdout through pino's buffered destination")
-  t.doesNotThrow(() => piped.flush())
-  const { stream, lines } = logSink()
-  const logger = pino(loggerOptions('info', false), stream)
-  logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
-  const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers: { authorization: 'Bearer secret-token-0123456789' } }
-  logger.info({ req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } }, 'incoming request')
-  logger.info({ req: { ...request, url: '/plants' } }, 'incoming request')
-  logger.info({ req: { ...request, url: '/plants', ip: undefined, socket: {} } }, 'after the peer left')
-  t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
-  t.match(lines, [
-    { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
-    { req: { method: 'POST', url: '/plants?access_token=[redacted]&[redacted]&&x=[redacted]', host: 'plants.example', remoteAddress: '192.0.2.1', remotePort: 4711 } },
-    { req: { url: '/plants' } },
-    { req: { remoteAddress: 'unknown' } },
-  ])
-  t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
-  logger.info({ res: { statusCode: 200, headers: { 'set-cookie': 'session=s3cret' }, getHeaders: () => ({ 'set-cookie': 'session=s3cret' }) } }, 'reply')
-  t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
-})
+t.test(
+  'logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout',
+  async (t) => {
+    t.equal(loggerOptions('info', false).transport, undefined)
+    t.match(loggerOptions('debug', true), { level: 'debug', transport: { target: 'pino-pretty' } })
+    const terminal = processLogging('debug', true)
+    t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
+    t.equal(terminal.options.stream, undefined)
+    t.doesNotThrow(() => terminal.flush())
+    const piped = processLogging('info', false)
+    t.equal(piped.options.transport, undefined)
+    t.match(
+      piped.options.stream,
+      { fd: 1, minLength: Number, sync: true },
+      "stdout through pino's buffered destination",
+    )
+    t.doesNotThrow(() => piped.flush())
+    const { stream, lines } = logSink()
+    const logger = pino(loggerOptions('info', false), stream)
+    logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
+    const request = {
+      method: 'POST',
+      host: 'plants.example',
+      ip: '192.0.2.1',
+      socket: { remotePort: 4711 },
+      headers: { authorization: 'Bearer secret-token-0123456789' },
+    }
+    logger.info(
+      { req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } },
+      'incoming request',
+    )
+    logger.info({ req: { ...request, url: '/plants' } }, 'incoming request')
+    logger.info({ req: { ...request, url: '/plants', ip: undefined, socket: {} } }, 'after the peer left')
+    t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
+    t.match(lines, [
+      { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
+      {
+        req: {
+          method: 'POST',
+          url: '/plants?access_token=[redacted]&[redacted]&&x=[redacted]',
+          host: 'plants.example',
+          remoteAddress: '192.0.2.1',
+          remotePort: 4711,
+        },
+      },
+      { req: { url: '/plants' } },
+      { req: { remoteAddress: 'unknown' } },
+    ])
+    t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
+    logger.info(
+      {
+        res: {
+          statusCode: 200,
+          headers: { 'set-cookie': 'session=s3cret' },
+          getHeaders: () => ({ 'set-cookie': 'session=s3cret' }),
+        },
+      },
+      'reply',
+    )
+    t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
+  },
+)
 
-t.test('one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed', async (t) => {
-  const { stream, lines } = logSink()
-  const log = pino(loggerOptions('info', false), stream)
-  const controller = new RequestLogController()
-  const request = { method: 'POST', url: '/plants', host: 'localhost', ip: '127.0.0.1', socket: { remotePort: 1 }, log } as unknown as FastifyRequest
-  const reply = { statusCode: 200, elapsedTime: 1.5, log } as unknown as FastifyReply
-  controller.incomingRequest()
-  t.same(lines, [], 'no line on arrival')
-  controller.requestCompleted(null, request, reply)
-  controller.requestCompleted(new Error('socket hang up'), request, reply)
-  t.match(lines, [
-    { level: 30, msg: 'request completed', req: { method: 'POST', url: '/plants' }, res: { statusCode: 200 }, responseTime: 1.5 },
-    { level: 50, msg: 'request errored', req: { method: 'POST', url: '/plants' }, err: { message: 'socket hang up' }, responseTime: 1.5 },
-  ])
-  t.match(lines, [{ responseTime: Number }, { responseTime: Number }], 'responseTime is a JSON number')
-})
+t.test(
+  'one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed',
+  async (t) => {
+    const { stream, lines } = logSink()
+    const log = pino(loggerOptions('info', false), stream)
+    const controller = new RequestLogController()
+    const request = {
+      method: 'POST',
+      url: '/plants',
+      host: 'localhost',
+      ip: '127.0.0.1',
+      socket: { remotePort: 1 },
+      log,
+    } as unknown as FastifyRequest
+    const reply = { statusCode: 200, elapsedTime: 1.5, log } as unknown as FastifyReply
+    controller.incomingRequest()
+    t.same(lines, [], 'no line on arrival')
+    controller.requestCompleted(null, request, reply)
+    controller.requestCompleted(new Error('socket hang up'), request, reply)
+    t.match(lines, [
+      {
+        level: 30,
+        msg: 'request completed',
+        req: { method: 'POST', url: '/plants' },
+        res: { statusCode: 200 },
+        responseTime: 1.5,
+      },
+      {
+        level: 50,
+        msg: 'request errored',
+        req: { method: 'POST', url: '/plants' },
+        err: { message: 'socket hang up' },
+        responseTime: 1.5,
+      },
+    ])
+    t.match(lines, [{ responseTime: Number }, { responseTime: Number }], 'responseTime is a JSON number')
+  },
+)

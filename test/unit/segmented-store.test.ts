@@ -30,17 +30,20 @@ t.test('a window that has passed starts again at one', async (t) => {
 })
 
 // That a flood of new keys cannot reset the count of a known one: test/app/protection.test.ts.
-t.test('memory is bounded: at most two segments of keys, whatever comes; a key seen once can be pushed out', async (t) => {
-  const store = new SegmentedStore({ segmentSize: 100 })
-  for (let i = 0; i < 1000; i++) hit(store, `once-${i}`)
-  t.equal(store.size, 100, 'keys seen once fill the probationary segment only')
-  for (let i = 0; i < 1000; i++) {
-    hit(store, `twice-${i}`)
-    hit(store, `twice-${i}`)
-  }
-  t.ok(store.size <= 200, `then the protected one too: ${store.size} keys`)
-  hit(store, 'seen-once')
-  for (let i = 0; i < 100; i++) hit(store, `more-${i}`)
-  t.equal(hit(store, 'seen-once').current, 1, 'a key seen once can be pushed out: that is what bounds the memory')
-  t.equal(store.child(), store, 'every limit counts in the one store')
-})
+t.test(
+  'memory is bounded: at most two segments of keys, whatever comes; a key seen once can be pushed out',
+  async (t) => {
+    const store = new SegmentedStore({ segmentSize: 100 })
+    for (let i = 0; i < 1000; i++) hit(store, `once-${i}`)
+    t.equal(store.size, 100, 'keys seen once fill the probationary segment only')
+    for (let i = 0; i < 1000; i++) {
+      hit(store, `twice-${i}`)
+      hit(store, `twice-${i}`)
+    }
+    t.ok(store.size <= 200, `then the protected one too: ${store.size} keys`)
+    hit(store, 'seen-once')
+    for (let i = 0; i < 100; i++) hit(store, `more-${i}`)
+    t.equal(hit(store, 'seen-once').current, 1, 'a key seen once can be pushed out: that is what bounds the memory')
+    t.equal(store.child(), store, 'every limit counts in the one store')
+  },
+)

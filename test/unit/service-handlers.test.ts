@@ -23,13 +23,19 @@ const others = Object.values(contract.paths)
   .filter((operationId): operationId is string => operationId !== undefined && operationId !== 'getPlant')
 
 /** A method of `operationId` whose body is `body`. */
-const method = (operationId: string, body: string) => `  async ${operationId}(request: OperationRequest<operations['${operationId}']>): Promise<SuccessBody<operations['${operationId}']>> {
+const method = (
+  operationId: string,
+  body: string,
+) => `  async ${operationId}(request: OperationRequest<operations['${operationId}']>): Promise<SuccessBody<operations['${operationId}']>> {
 ${body}
   }`
 
 /** A fixture service over the fixture's `operations`: every other operation, and `getPlant` when given. */
 function fixtureService(getPlant: string | undefined): string {
-  const methods = [...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')), ...(getPlant === undefined ? [] : [getPlant])]
+  const methods = [
+    ...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')),
+    ...(getPlant === undefined ? [] : [getPlant]),
+  ]
   return `import type { operations } from './openapi.ts'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from ${JSON.stringify(handlers)}
 
@@ -40,16 +46,34 @@ ${methods.join('\n')}
 }
 
 /** A getPlant that reads its int64 path parameter as `idType`. */
-const getPlant = (idType: string) => method('getPlant', `    const id: ${idType} = request.params.id\n    return { name: String(id) }`)
+const getPlant = (idType: string) =>
+  method('getPlant', `    const id: ${idType} = request.params.id\n    return { name: String(id) }`)
 
 t.test('a service class must have a method, typed by the document, for each operation', async (t) => {
   const generated = await generateTypes(contract as Parameters<typeof generateTypes>[0])
   t.match(generated, /getPlant: \{/, 'the fixture contract has getPlant')
-  const services = { without: fixtureService(undefined), with: fixtureService(getPlant('bigint')), rounded: fixtureService(getPlant('number')) }
-  const compilerOptions = { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noEmit: true, skipLibCheck: true, types: [] }
+  const services = {
+    without: fixtureService(undefined),
+    with: fixtureService(getPlant('bigint')),
+    rounded: fixtureService(getPlant('number')),
+  }
+  const compilerOptions = {
+    target: 'ES2023',
+    module: 'NodeNext',
+    moduleResolution: 'NodeNext',
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: [],
+  }
   const files = Object.fromEntries(Object.entries(services).map(([name, source]) => [`${name}.ts`, source]))
   const tsconfig = JSON.stringify({ compilerOptions, files: Object.keys(files) })
-  const dir = t.testdir({ ...files, 'package.json': JSON.stringify({ type: 'module' }), 'openapi.ts': generated, 'tsconfig.json': tsconfig })
+  const dir = t.testdir({
+    ...files,
+    'package.json': JSON.stringify({ type: 'module' }),
+    'openapi.ts': generated,
+    'tsconfig.json': tsconfig,
+  })
 
   let output = ''
   try {
@@ -64,7 +88,11 @@ t.test('a service class must have a method, typed by the document, for each oper
       .split(/\n(?=\S)/)
       .filter((error) => error.startsWith(`${file}(`))
       .join('\n')
-  t.match(errors('without.ts'), /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/, 'tsc fails without getPlant')
+  t.match(
+    errors('without.ts'),
+    /error TS2420: Class 'FixtureService' incorrectly implements interface 'ServiceHandlers<operations>'/,
+    'tsc fails without getPlant',
+  )
   t.match(errors('without.ts'), /Property 'getPlant' is missing in type 'FixtureService'/)
   t.equal(errors('with.ts'), '', 'with getPlant it compiles')
   t.match(
