@@ -1,6 +1,7 @@
 /**
- * A rolling restart behind the example gateway costs clients nothing: two service processes on one PostgreSQL, ten clients creating plants,
- * the replicas restarted one after the other (SIGTERM, exit, start, ready). No client sees a non-2xx or a failed exchange; every 200 is stored once.
+ * A rolling restart behind the example gateway costs clients nothing: two service processes on one PostgreSQL, ten
+ * clients creating plants, the replicas restarted in turn (SIGTERM, exit, start, ready). No client sees a non-2xx or a
+ * failed exchange; every 200 is stored once.
  *
  * @module
  */
@@ -10,10 +11,8 @@ import { countByStatus, startLoad } from '../helpers/create-load.ts'
 import { freePort } from '../helpers/machine.ts'
 import { startGateway } from '../helpers/nginx.ts'
 import { waitUntil } from '../helpers/podman.ts'
-import { type ServiceProcess, startService } from '../helpers/process.ts'
+import { startService } from '../helpers/process.ts'
 
-/** Concurrent clients, each from a loopback address of its own. */
-const CLIENTS = 10
 /** How long the load may take to reach each count of creates (a guard, not a speed target). */
 const PROGRESS_TIMEOUT_MS = 5 * 60_000
 
@@ -26,46 +25,34 @@ const env = (port: number) => ({
   PORT: String(port),
   TRUST_PROXY: '127.0.0.1',
 })
-const replicas: ServiceProcess[] = await Promise.all(ports.map((port) => startService(t, env(port))))
+const replicas = await Promise.all(ports.map((port) => startService(t, env(port))))
 const gateway = await startGateway(t, { upstreams: ports.map((port) => `127.0.0.1:${port}`) })
-
-/** Resolves once `replica` answers `GET /health/ready` with 200. */
-const ready = (replica: ServiceProcess) =>
-  waitUntil(
-    `${replica.url} to be ready`,
-    PROGRESS_TIMEOUT_MS,
-    async () => (await fetch(`${replica.url}/health/ready`).catch(() => undefined))?.status === 200,
-  )
 
 t.test(
   'replicas restarted one after the other under load: no client sees an error, and every 200 is stored once',
   async (t) => {
-    const load = startLoad(gateway, TOKEN, 1n, CLIENTS)
+    const load = startLoad(gateway, TOKEN, 1n, 10)
     t.teardown(() => load.stop())
     await load.successes(200, 0, PROGRESS_TIMEOUT_MS)
     for (const [index, port] of ports.entries()) {
       t.equal(await replicas[index]!.stop('SIGTERM'), 0, `replica ${index + 1} drained and exited 0`)
       await load.successes(50, performance.now(), PROGRESS_TIMEOUT_MS)
-      replicas[index] = await startService(t, env(port))
-      await ready(replicas[index]!)
+      const { url } = (replicas[index] = await startService(t, env(port)))
+      await waitUntil(
+        `${url} to be ready`,
+        PROGRESS_TIMEOUT_MS,
+        async () => (await fetch(`${url}/health/ready`).catch(() => undefined))?.ok === true,
+      )
       t.comment(`replica ${index + 1} restarted and ready; ${load.outcomes.length} creates so far`)
     }
     await load.successes(200, performance.now(), PROGRESS_TIMEOUT_MS)
     await load.stop()
 
     const statuses = countByStatus(load.outcomes)
-    t.same(
-      Object.keys(statuses),
-      ['200'],
-      `only 200, no other status and no failed exchange (0): ${JSON.stringify(statuses)}`,
-    )
+    t.same(Object.keys(statuses), ['200'], `only 200, no failed exchange (0): ${JSON.stringify(statuses)}`)
     const ids = load.outcomes.filter((outcome) => outcome.status === 200).map((outcome) => String(outcome.id))
-    const { rows } = await schema.client.query<{ stored: string; total: string }>(
-      'select count(*) filter (where id = any($1::bigint[])) as stored, count(*) as total from plant',
-      [ids],
-    )
-    t.equal(Number(rows[0]!.stored), ids.length, `all ${ids.length} plants answered 200 are stored`)
-    t.equal(Number(rows[0]!.total), ids.length, 'nothing else is stored (the id is the primary key: none twice)')
+    const { rows } = await schema.client.query<{ id: string }>('select id::text from plant')
+    t.same(rows.map((row) => row.id).sort(), ids.sort(), 'the plants answered 200 are stored, nothing else')
     const retried = gateway.accessLog().filter((entry) => String(entry.upstream).includes(', ')).length
     t.comment(`${ids.length} creates answered 200; ${retried} of them were passed to the other replica by the gateway`)
   },
