@@ -1,7 +1,7 @@
 /** Swagger UI at `/docs`, and the contract at `/docs/json` and `/docs/yaml` with exact integers. @module */
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { stringify } from 'lossless-json'
 import type { OpenApiDocument } from '../contract.ts'
@@ -10,18 +10,31 @@ export const DOCS_PREFIX = '/docs'
 
 async function docs(app: FastifyInstance, { document }: { document: unknown }): Promise<void> {
   await app.register(async (docs) => {
-    docs.setReplySerializer((payload) => stringify(payload) as string)
     await docs.register(swagger, { mode: 'static', specification: { document: document as OpenApiDocument } })
+    // Serialized once, here: lossless-json keeps every digit of a bigint.
+    const json = Buffer.from(String(stringify(document)))
+    const yaml = Buffer.from(docs.swagger({ yaml: true }))
+    const documents: Readonly<Record<string, (request: FastifyRequest, reply: FastifyReply) => FastifyReply>> = {
+      [`${DOCS_PREFIX}/json`]: (_request, reply) => reply.type('application/json; charset=utf-8').send(json),
+      [`${DOCS_PREFIX}/yaml`]: (_request, reply) => reply.type('application/x-yaml').send(yaml),
+    }
+    docs.addHook('onRoute', (route) => {
+      route.handler = documents[route.url] ?? route.handler
+    })
+    // Relative (RFC 9110 §10.2.2), so a gateway's path prefix is kept; swagger-ui's own redirect is absolute.
+    const redirects: Readonly<Record<string, string>> = {
+      [DOCS_PREFIX]: `${DOCS_PREFIX.slice(1)}/`,
+      [`${DOCS_PREFIX}/static/index.html`]: '../',
+    }
     await docs.register(swaggerUi, {
       routePrefix: DOCS_PREFIX,
       // No top bar: its "Explore" field would load other documents into the service's page.
       uiConfig: { layout: 'BaseLayout' },
-      // A relative redirect (RFC 9110 §10.2.2) to `docs/` keeps asset links inside a gateway's path prefix.
       uiHooks: {
         onRequest: async (request, reply) => {
-          const [path, query] = request.url.split(/\?(.*)/s)
-          if (path === DOCS_PREFIX)
-            return reply.redirect(`${DOCS_PREFIX.slice(1)}/${query === undefined ? '' : `?${query}`}`)
+          const [path = '', query] = request.url.split(/\?(.*)/s)
+          const location = redirects[path]
+          if (location !== undefined) return reply.redirect(query === undefined ? location : `${location}?${query}`)
         },
       },
     })

@@ -6,11 +6,13 @@
  * @module
  */
 import { readFileSync } from 'node:fs'
+import Fastify from 'fastify'
 import { parse as parseJson, parseNumberAndBigInt } from 'lossless-json'
 import t from 'tap'
 import { parse } from 'yaml'
 import { DOCS_PREFIX } from '../../service/app.ts'
 import { CONTRACT_URL } from '../../service/contract.ts'
+import docs from '../../service/plugins/docs.ts'
 import { build } from '../helpers/app.ts'
 
 /** openapi.yaml as written: every integer a bigint, so one past 2^53 keeps its digits. */
@@ -24,6 +26,21 @@ t.test('GET /docs redirects to the relative docs/, so a gateway path prefix is k
   t.equal(response.headers.location, 'docs/?x=1')
   t.equal((await app.inject({ method: 'GET', url: DOCS_PREFIX })).headers.location, 'docs/')
 })
+
+t.test(
+  'GET /docs/static/index.html redirects to the relative ../, which is /docs/ under any path prefix',
+  async (t) => {
+    for (const [query, location] of [
+      ['', '../'],
+      ['?x=1', '../?x=1'],
+    ]) {
+      const response = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/static/index.html${query}` })
+      t.match(response, { statusCode: 302, headers: { location } })
+      const behindGateway = new URL(location!, `https://gateway.example/plant-store${DOCS_PREFIX}/static/index.html`)
+      t.equal(behindGateway.pathname, `/plant-store${DOCS_PREFIX}/`)
+    }
+  },
+)
 
 t.test('GET /docs/ is the Swagger UI page, every asset from the service itself', async (t) => {
   const page = await app.inject({ method: 'GET', url: `${DOCS_PREFIX}/` })
@@ -58,3 +75,22 @@ t.test(
     }
   },
 )
+
+t.test('the documents are serialized once, at start: a change to the object afterwards is not served', async (t) => {
+  const document = { openapi: '3.1.0', info: { title: 'x', version: '1' }, paths: {}, 'x-id': 2n ** 63n - 1n }
+  const bare = Fastify()
+  await bare.register(docs, { document })
+  await bare.ready()
+  t.teardown(() => bare.close())
+  document.info.title = 'changed'
+  for (const [format, text] of [
+    ['json', '"x-id":9223372036854775807'],
+    ['yaml', 'x-id: 9223372036854775807'],
+  ] as const) {
+    const body = (await bare.inject({ url: `${DOCS_PREFIX}/${format}` })).body
+    t.match(body, text, `${format}: every digit`)
+    t.notMatch(body, 'changed', `${format}: as it was at start`)
+    const head = await bare.inject({ method: 'HEAD', url: `${DOCS_PREFIX}/${format}` })
+    t.equal(head.headers['content-length'], String(Buffer.byteLength(body)), `${format}: HEAD`)
+  }
+})
