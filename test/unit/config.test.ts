@@ -1,7 +1,6 @@
 /**
- * `loadConfig` (service/config.ts), a pure function of an environment: defaults, tokens
- * (weak ones refused, never echoed), production refusing to start unsafe, invalid
- * variables named; and the settings table of docs/configuration.md (scripts/config-reference.ts).
+ * `loadConfig` (service/config.ts): defaults, tokens (weak ones refused, never echoed), production refusing to start
+ * unsafe, invalid variables named; and the settings table of docs/configuration.md (scripts/config-reference.ts).
  *
  * @module
  */
@@ -35,102 +34,37 @@ function configError(env: NodeJS.ProcessEnv): ConfigError {
   throw new Error('loadConfig did not throw')
 }
 
-t.test('defaults, and variables read and typed without changing the environment given', async (t) => {
-  t.match(loadConfig({}), {
-    nodeEnv: 'development',
-    host: '127.0.0.1',
-    port: 3000,
-    dataDir: 'data',
-    bodyLimit: 65536,
-    logLevel: 'info',
-    shutdownGraceMs: 10000,
-    databaseUrl: undefined,
-  })
-  t.match(loadConfig({}), {
-    rateLimitMax: 6000,
-    corsOrigins: [],
-    migrateOnStart: true,
-    groupCommitMaxBatch: 100,
-    authFailureLimitMax: 20,
-    authFailureLimitWindowMs: 60000,
-    shutdownDrainDelayMs: 0,
-  })
+const camel = (name: string) => name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase())
+
+t.test("each setting's default is the schema's (those parsed further: below)", async (t) => {
+  const config: Record<string, unknown> = { ...loadConfig({}) }
+  const parsed = /^(PLANT_STORE_TOKENS|DATABASE_URL|TRUST_PROXY|CORS_ORIGINS|MAX_CONNECTIONS)/
+  for (const [name, setting] of Object.entries(settingsSchema.properties))
+    if (!parsed.test(name)) t.equal(config[camel(name)], 'default' in setting ? setting.default : undefined, name)
+  t.strictSame(config.corsOrigins, [])
+})
+
+t.test('variables are read and typed without changing the environment given', async (t) => {
+  const typed = {
+    ...{ NODE_ENV: 'production', HOST: '0.0.0.0', PORT: 0, DATA_DIR: '/var/lib/plants', BODY_LIMIT: 1024 },
+    ...{ LOG_LEVEL: 'warn', SHUTDOWN_GRACE_MS: 0, RATE_LIMIT_MAX: 0, RATE_LIMIT_WINDOW_MS: 1000 },
+    ...{ RATE_LIMIT_REDIS_URL: 'redis://cache:6379', LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: 200 },
+    ...{ LOAD_SHED_MAX_HEAP_BYTES: 1000000, KEEP_ALIVE_TIMEOUT_MS: 61000, REQUEST_TIMEOUT_MS: 0 },
+    ...{ HEADERS_TIMEOUT_MS: 5000, CONNECTION_TIMEOUT_MS: 90000, GROUP_COMMIT_MAX_BATCH: 1, DATABASE_POOL_SIZE: 4 },
+    ...{ DATABASE_STATEMENT_TIMEOUT_MS: 250, DATABASE_CONNECT_TIMEOUT_MS: 100, MIGRATE_ON_START: false },
+    ...{ MAX_CONNECTIONS: 500, AUTH_FAILURE_LIMIT_MAX: 0, AUTH_FAILURE_LIMIT_WINDOW_MS: 900000 },
+    ...{ SHUTDOWN_DRAIN_DELAY_MS: 0, OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' },
+  }
+  const entries = Object.entries(typed)
   const env = Object.freeze({
-    ...{
-      NODE_ENV: 'production',
-      HOST: '0.0.0.0',
-      PORT: '0',
-      DATA_DIR: '/var/lib/plants',
-      BODY_LIMIT: '1024',
-      LOG_LEVEL: 'warn',
-      SHUTDOWN_GRACE_MS: '0',
-      PLANT_STORE_TOKENS: A,
-    },
-    ...{
-      RATE_LIMIT_MAX: '0',
-      RATE_LIMIT_WINDOW_MS: '1000',
-      RATE_LIMIT_REDIS_URL: 'redis://cache:6379',
-      LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '200',
-      LOAD_SHED_MAX_HEAP_BYTES: '1000000',
-    },
-    ...{
-      CORS_ORIGINS: 'https://a.example, https://b.example',
-      KEEP_ALIVE_TIMEOUT_MS: '61000',
-      REQUEST_TIMEOUT_MS: '0',
-      HEADERS_TIMEOUT_MS: '5000',
-      CONNECTION_TIMEOUT_MS: '90000',
-    },
-    ...{
-      GROUP_COMMIT_MAX_BATCH: '1',
-      DATABASE_POOL_SIZE: '4',
-      DATABASE_STATEMENT_TIMEOUT_MS: '250',
-      DATABASE_CONNECT_TIMEOUT_MS: '100',
-      MIGRATE_ON_START: 'false',
-      MAX_CONNECTIONS: '500',
-    },
-    ...{
-      AUTH_FAILURE_LIMIT_MAX: '0',
-      AUTH_FAILURE_LIMIT_WINDOW_MS: '900000',
-      SHUTDOWN_DRAIN_DELAY_MS: '0',
-      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318',
-    },
+    ...Object.fromEntries(entries.map(([name, value]) => [name, String(value)])),
+    PLANT_STORE_TOKENS: A,
+    CORS_ORIGINS: 'https://a.example, https://b.example',
   })
   const copy = { ...env }
   t.match(loadConfig(env), {
-    ...{
-      nodeEnv: 'production',
-      host: '0.0.0.0',
-      port: 0,
-      dataDir: '/var/lib/plants',
-      bodyLimit: 1024,
-      logLevel: 'warn',
-      shutdownGraceMs: 0,
-      tokens: [A],
-      tokenGenerated: false,
-    },
-    ...{
-      rateLimitMax: 0,
-      rateLimitWindowMs: 1000,
-      rateLimitRedisUrl: 'redis://cache:6379',
-      loadShedMaxEventLoopDelayMs: 200,
-      loadShedMaxHeapBytes: 1000000,
-    },
-    ...{
-      corsOrigins: ['https://a.example', 'https://b.example'],
-      keepAliveTimeoutMs: 61000,
-      requestTimeoutMs: 0,
-      headersTimeoutMs: 5000,
-      connectionTimeoutMs: 90000,
-    },
-    ...{
-      groupCommitMaxBatch: 1,
-      databasePoolSize: 4,
-      databaseStatementTimeoutMs: 250,
-      databaseConnectTimeoutMs: 100,
-      migrateOnStart: false,
-      maxConnections: 500,
-    },
-    ...{ authFailureLimitMax: 0, authFailureLimitWindowMs: 900000, otelExporterOtlpEndpoint: 'http://collector:4318' },
+    ...Object.fromEntries(entries.map(([name, value]) => [camel(name), value])),
+    ...{ tokens: [A], tokenGenerated: false, corsOrigins: ['https://a.example', 'https://b.example'] },
   })
   t.strictSame(env, copy, 'the environment is unchanged')
 })
@@ -146,22 +80,14 @@ t.test(
     })
     for (const path of [join(dir, 'missing'), dir])
       t.match(configError({ PLANT_STORE_TOKENS_FILE: path }).message, /PLANT_STORE_TOKENS_FILE cannot be read/)
-    for (const token of [
-      randomBytes(24).toString('base64url'),
-      randomBytes(32).toString('base64'),
-      randomBytes(16).toString('hex'),
-    ]) {
-      t.strictSame(
-        loadConfig({ PLANT_STORE_TOKENS: token }).tokens,
-        [token],
-        'random tokens of 32 characters or more are accepted',
-      )
-    }
+    const random = (bytes: number, encoding: BufferEncoding) => randomBytes(bytes).toString(encoding)
+    for (const token of [random(24, 'base64url'), random(32, 'base64'), random(16, 'hex')])
+      t.strictSame(loadConfig({ PLANT_STORE_TOKENS: token }).tokens, [token], 'a random token of 32 characters or more')
   },
 )
 
 t.test('a weak or malformed token is a ConfigError that does not echo it', async (t) => {
-  for (const [what, token] of [
+  for (const [what = '', token = ''] of [
     ['too short', 'short-token'],
     ['of 31 characters', 'k3J9xQ2mV7pL0wR5tY8uZ1aB4cD6eF9'],
     ['outside RFC 6750 b64token', 'token-with-a-quote-"-0123456789abcdefghijkl'],
@@ -175,17 +101,14 @@ t.test('a weak or malformed token is a ConfigError that does not echo it', async
     ['of 16 characters twice', '0123456789abcdef'.repeat(2)],
     ['with 8 random characters twice', `k3J9xQ2mV7pLwR5tY8uZ${'Hn4tQ8wE'.repeat(2)}`],
   ]) {
-    const fromList = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
+    const { message } = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
     t.match(
-      fromList.message,
+      message,
       /token #2 is malformed or guessable; a token must be at least 32 characters .* 128 bits or more/,
-      what!,
+      what,
     )
-    t.notMatch(fromList.message, token!)
-    t.notMatch(
-      configError({ PLANT_STORE_TOKENS_FILE: join(t.testdir({ tokens: `${token}\n` }), 'tokens') }).message,
-      token!,
-    )
+    const file = join(t.testdir({ tokens: `${token}\n` }), 'tokens')
+    t.notMatch(message + configError({ PLANT_STORE_TOKENS_FILE: file }).message, token)
   }
 })
 
@@ -199,11 +122,7 @@ t.test(
       t.equal(first.tokenGenerated, true)
       t.match(first.tokens, [/^[A-Za-z0-9_-]{43}$/], '32 random bytes, base64url')
       t.notSame(first.tokens, loadConfig({ NODE_ENV: environment }).tokens, 'a different token each call')
-      t.strictSame(
-        loadConfig({ NODE_ENV: environment, PLANT_STORE_TOKENS: A }).tokens,
-        [A],
-        'none generated when one is configured',
-      )
+      t.strictSame(loadConfig({ NODE_ENV: environment, PLANT_STORE_TOKENS: A }).tokens, [A], 'none when one is set')
     }
   },
 )
@@ -213,25 +132,14 @@ t.test('invalid variables are each named with what is wrong, as Ajv words it', a
     configError({ PORT: '70000', LOG_LEVEL: 'loud' }).message,
     'Invalid configuration: env/PORT must be <= 65535, env/LOG_LEVEL must be equal to one of the allowed values',
   )
-  for (const [variable, value] of [
-    ['PORT', 'http'],
-    ['BODY_LIMIT', '100'],
-    ['BODY_LIMIT', '999999999'],
-    ['NODE_ENV', 'staging'],
-    ['SHUTDOWN_GRACE_MS', 'soon'],
-    ['HOST', ''],
-    ['RATE_LIMIT_MAX', 'mysql://nope'],
-    ['RATE_LIMIT_REDIS_URL', 'mysql://nope'],
-    ['AUTH_FAILURE_LIMIT_MAX', '2.5'],
-    ['AUTH_FAILURE_LIMIT_WINDOW_MS', '999'],
-    ['AUTH_FAILURE_LIMIT_WINDOW_MS', '86400001'],
-    ['OTEL_EXPORTER_OTLP_ENDPOINT', 'collector:4317'],
-  ]) {
-    t.match(
-      configError({ [variable!]: value, PLANT_STORE_TOKENS: A }).message,
-      new RegExp(`^Invalid configuration: .*\\b${variable}\\b`),
-      `${variable}=${value}`,
-    )
+  const invalid =
+    'PORT=http BODY_LIMIT=100 BODY_LIMIT=999999999 NODE_ENV=staging SHUTDOWN_GRACE_MS=soon HOST= ' +
+    'RATE_LIMIT_MAX=mysql://nope RATE_LIMIT_REDIS_URL=mysql://nope AUTH_FAILURE_LIMIT_MAX=2.5 ' +
+    'AUTH_FAILURE_LIMIT_WINDOW_MS=999 AUTH_FAILURE_LIMIT_WINDOW_MS=86400001 OTEL_EXPORTER_OTLP_ENDPOINT=collector:4317'
+  for (const setting of invalid.split(' ')) {
+    const [variable = '', value] = setting.split('=')
+    const { message } = configError({ [variable]: value, PLANT_STORE_TOKENS: A })
+    t.match(message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`), setting)
   }
   t.match(
     configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message,
@@ -242,10 +150,8 @@ t.test('invalid variables are each named with what is wrong, as Ajv words it', a
 t.test(
   'DATABASE_URL and DATABASE_URL_FILE (read, trimmed) select PostgreSQL; a wrong one is a ConfigError that does not echo it',
   async (t) => {
-    t.equal(
-      loadConfig({ DATABASE_URL: 'postgres://plants:secret@db:5432/plants' }).databaseUrl,
-      'postgres://plants:secret@db:5432/plants',
-    )
+    const url = 'postgres://plants:secret@db:5432/plants'
+    t.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url)
     const dir = t.testdir({ url: 'postgresql://plants:secret@db/plants\n', wrong: 'mysql://plants:secret@db/plants\n' })
     t.equal(loadConfig({ DATABASE_URL_FILE: join(dir, 'url') }).databaseUrl, 'postgresql://plants:secret@db/plants')
     const errors = [
@@ -264,9 +170,10 @@ t.test(
 t.test(
   'TRUST_PROXY is false, true, or a list of addresses and CIDRs; trusting every address refuses to start in production',
   async (t) => {
-    t.equal(loadConfig({}).trustProxy, false)
-    t.equal(loadConfig({ TRUST_PROXY: 'false' }).trustProxy, false)
-    t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+    t.same(
+      [undefined, 'false', 'true'].map((TRUST_PROXY) => loadConfig({ TRUST_PROXY }).trustProxy),
+      [false, false, true],
+    )
     t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
     const valid =
       '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'.split(
@@ -277,26 +184,16 @@ t.test(
       'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
     for (const value of [' , ', ...invalid.split(' ')])
       t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
-    for (const value of ['true', '0.0.0.0/0', '10.0.0.1,::/0']) {
-      t.match(
-        configError({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: value }).message,
-        /^Refusing to start: TRUST_PROXY trusts every address in production/,
-        value,
-      )
-    }
-    t.strictSame(loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: A, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, [
-      '10.0.0.0/8',
-    ])
+    const production = { NODE_ENV: 'production', PLANT_STORE_TOKENS: A }
+    for (const TRUST_PROXY of ['true', '0.0.0.0/0', '10.0.0.1,::/0'])
+      t.match(configError({ ...production, TRUST_PROXY }).message, /^Refusing to start: TRUST_PROXY trusts every/)
+    t.strictSame(loadConfig({ ...production, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
   },
 )
 
 t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unless set', async (t) => {
   const limit = openFileLimit()
-  t.equal(
-    limit,
-    Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })),
-    'the soft RLIMIT_NOFILE, as the shell reads it',
-  )
+  t.equal(limit, Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })), 'the soft RLIMIT_NOFILE')
   t.equal(loadConfig({}).maxConnections, Math.min(10_000, limit - 128))
 })
 
