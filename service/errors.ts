@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { components } from './generated/openapi.ts'
+import { StoreUnavailableError } from './store/plant-repository.ts'
 
 /** An error with its HTTP status and headers (`WWW-Authenticate`, `Retry-After`, `Allow`). */
 export class HttpError extends Error {
@@ -87,6 +88,9 @@ export function toErrorResponse(error: unknown): {
       internal: false,
     }
   }
+  // Any operation's: nothing stored (openapi.yaml, responses.ServiceUnavailable).
+  if (error instanceof StoreUnavailableError)
+    return toErrorResponse(new ServiceUnavailableError('The store is unavailable; retry later'))
   if (isClientError(error)) {
     const { statusCode, message } = clientErrorResponse(error)
     return { statusCode, headers: {}, body: { error: statusCode, message }, internal: false }
