@@ -1,9 +1,7 @@
 /**
- * The highly available PostgreSQL of `deploy/postgres-ha/` on this machine: one etcd
- * member, two Patroni nodes (PostgreSQL 15) and HAProxy, each a process of its own on
- * free loopback ports. The shipped files are used as they are, with the steps, users
- * and ownership of docs/deployment.md; only ports and directories change (through
- * `ETCD_*`, `PATRONI_*` and HAProxy's environment variables), as an operator changes them.
+ * The highly available PostgreSQL of `deploy/postgres-ha/` on this machine: etcd, two Patroni nodes (PostgreSQL 15)
+ * and HAProxy, each a process on free loopback ports. The shipped files run as they are, with the users and steps of
+ * docs/deployment.md; only ports and directories change, through `ETCD_*`, `PATRONI_*` and HAProxy's environment.
  *
  * @module
  */
@@ -19,7 +17,7 @@ import { freePort } from './machine.ts'
 import { waitUntil } from './podman.ts'
 
 const HA_DIR = fileURLToPath(new URL('../../deploy/postgres-ha/', import.meta.url))
-/** The programs the cluster needs, each with the Debian package that installs it. */
+/** The programs the cluster needs, each with its Debian package. */
 const TOOLS = {
   '/usr/bin/etcd': 'etcd-server',
   '/usr/bin/patroni': 'patroni',
@@ -39,34 +37,30 @@ const baseEnv = (env: Record<string, string>) => ({
   ...env,
 })
 
-/** Spawns a server of the cluster with `env` as its whole environment; the tail of its output is kept. */
-function startProcess(command: string, args: string[], env: Record<string, string>, cwd: string): Running {
-  const child = spawn(command, args, { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
+/** Spawns `command` as `uid`:`gid` with `env` as its whole environment; keeps the last 64 KiB of its output. */
+function startAs(uid: number, gid: number, command: string[], env: Record<string, string>, cwd: string): Running {
+  const ids = [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups']
+  const child = spawn('setpriv', [...ids, ...command], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   const keep = (chunk: Buffer | string) => (output = (output + chunk.toString()).slice(-65536))
   child.stdout!.on('data', keep)
   child.stderr!.on('data', keep)
-  child.on('error', (error) => keep(`${command}: ${error.message}\n`))
+  child.on('error', (error) => keep(`${command[0]}: ${error.message}\n`))
   return { child, exited: new Promise((resolve) => child.on('close', resolve)), output: () => output }
 }
 
-/** Runs an operator's command with `env` as its whole environment (what the docs' shell exports). @returns its stdout. */
-async function runWith(command: string, args: readonly string[], env: Record<string, string>): Promise<string> {
+/** Runs an operator's command with `env` as its whole environment. @returns its stdout. */
+function runWith(command: string, args: readonly string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { env: baseEnv(env), timeout: 30_000 }, (error, stdout, stderr) => {
       // Not error.message: it repeats the arguments, which may hold a password.
       if (error === null) resolve(stdout)
-      else
-        reject(
-          new Error(
-            `${command} ${args[0] ?? ''}… failed (${error.killed ? 'killed after 30 s' : `exit ${String(error.code)}`}):\n${stdout}${stderr}`,
-          ),
-        )
+      else reject(new Error(`${command} ${args[0]}… failed (exit ${String(error.code)}):\n${stdout}${stderr}`))
     })
   })
 }
 
-/** The fields of /proc/`pid`/stat after the command name (state, ppid, …), or undefined once the process is gone. */
+/** The fields of /proc/`pid`/stat after the command name (state, ppid, …); undefined once it is gone. */
 const procStat = (pid: number | string): string[] | undefined => {
   try {
     return /\) (.*)$/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1]?.split(' ')
@@ -74,10 +68,10 @@ const procStat = (pid: number | string): string[] | undefined => {
     return undefined
   }
 }
-/** A zombie counts as gone: nothing may reap it here. */
+/** A zombie counts as gone: nothing here reaps it. */
 const gone = (pid: number): boolean => (procStat(pid)?.[0] ?? 'Z') === 'Z'
 
-/** The postmaster of `dataDir` and its children (a postmaster started by Patroni is not Patroni's child). */
+/** The postmaster of `dataDir` and its children (Patroni's postmaster is not Patroni's child). */
 function postgresProcesses(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid')
   const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : 0
@@ -93,31 +87,15 @@ function userIds(name: string): [number, number] {
   return [Number(uid), Number(gid)]
 }
 
-/** The rows of `patronictl list`'s table (`| Member | Host | Role | State | …`): member, role, state. */
-function parseList(table: string): Array<{ member: string; role: string; state: string }> {
-  const rows = table
-    .split('\n')
-    .flatMap((line) => (line.startsWith('|') ? [line.split('|').map((cell) => cell.trim())] : []))
-  const header = rows.find((row) => row.includes('Member'))
-  if (header === undefined) throw new Error(`patronictl list printed no table:\n${table}`)
-  const [member, role, state] = ['Member', 'Role', 'State'].map((name) => header.indexOf(name)) as [
-    number,
-    number,
-    number,
-  ]
-  return rows
-    .filter((row) => row !== header)
-    .map((row) => ({ member: row[member]!, role: row[role]!, state: row[state]! }))
-}
-
 /** A running cluster of {@link startCluster}. */
 export type HaCluster = Awaited<ReturnType<typeof startCluster>>
 /** A Patroni node: Patroni and its PostgreSQL. */
 export type PatroniNode = HaCluster['nodes'][number]
 
 /**
- * Starts etcd (`etcd` user, `etcd.env`), `patroni-1.yml` and `patroni-2.yml` (`postgres` user) and HAProxy; waits for a Leader with a Sync Standby,
- * creates the application's role and database with `psql`; all removed at teardown. @throws without root or a package, or after `timeoutMs` (with every part's output).
+ * Starts etcd (`etcd` user, `etcd.env`), `patroni-1.yml` and `patroni-2.yml` (`postgres` user) and HAProxy; waits for
+ * a Leader with a Sync Standby, creates the application's role and database with `psql`; all removed at teardown.
+ * @throws without root or a package, or after `timeoutMs` (with every part's output).
  */
 export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [pkg]))
@@ -127,21 +105,13 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-ha-'))
   chmodSync(dir, 0o755)
   const [etcdDir, pgDir] = [join(dir, 'etcd'), join(dir, 'postgres')]
-  const ownDir = (path: string, owner: number, group: number) => (
-    mkdirSync(path, { mode: 0o700 }),
-    chownSync(path, owner, group)
-  )
-  ownDir(etcdDir, etcdUid, etcdGid)
-  ownDir(pgDir, uid, gid)
+  mkdirSync(etcdDir, { mode: 0o700 })
+  chownSync(etcdDir, etcdUid, etcdGid)
+  mkdirSync(pgDir, { mode: 0o700 })
+  chownSync(pgDir, uid, gid)
   const ports = new Set<number>()
   while (ports.size < 8) ports.add(await freePort())
-  const [etcdClient, etcdPeer, haproxyPort, statsPort, ...nodePorts] = [...ports] as [
-    number,
-    number,
-    number,
-    number,
-    ...number[],
-  ]
+  const [etcdClient = 0, etcdPeer = 0, haproxyPort = 0, statsPort = 0, ...nodePorts] = [...ports]
   const parts: Running[] = []
   type Node = ReturnType<typeof patroniNode>
   const nodes: Node[] = []
@@ -153,46 +123,32 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     }
     rmSync(dir, { recursive: true, force: true })
     // A node killed with -9 leaves its socket and lock file in Debian's socket directory.
-    for (const node of nodes)
-      for (const suffix of ['', '.lock'])
-        rmSync(`/var/run/postgresql/.s.PGSQL.${node.pgPort}${suffix}`, { force: true })
+    for (const { pgPort } of nodes)
+      for (const suffix of ['', '.lock']) rmSync(`/var/run/postgresql/.s.PGSQL.${pgPort}${suffix}`, { force: true })
   })
 
   // Debian's etcd unit: User=etcd, EnvironmentFile=/etc/default/etcd (etcd.env: KEY=value lines).
   const etcd = Object.fromEntries(
-    [...readFileSync(join(HA_DIR, 'etcd.env'), 'utf8').matchAll(/^\s*([A-Z0-9_]+)=(.*)$/gm)].map((match) => [
-      match[1]!,
-      match[2]!.trim(),
+    [...readFileSync(join(HA_DIR, 'etcd.env'), 'utf8').matchAll(/^\s*([A-Z0-9_]+)=(.*)$/gm)].map((m) => [
+      m[1]!,
+      m[2]!.trim(),
     ]),
   )
   const [peer, client] = [`http://127.0.0.1:${etcdPeer}`, `http://127.0.0.1:${etcdClient}`]
-  const asUser = (id: number, group: number, command: string) => [
-    `--reuid=${id}`,
-    `--regid=${group}`,
-    '--init-groups',
-    command,
-  ]
-  const urls = {
+  const etcdEnv = {
+    ...etcd,
     ETCD_LISTEN_CLIENT_URLS: client,
     ETCD_ADVERTISE_CLIENT_URLS: client,
     ETCD_LISTEN_PEER_URLS: peer,
     ETCD_INITIAL_ADVERTISE_PEER_URLS: peer,
-  }
-  const etcdEnv = {
-    ...etcd,
-    ...urls,
     ETCD_DATA_DIR: join(etcdDir, 'plant-store-ha'),
     ETCD_INITIAL_CLUSTER: `${etcd.ETCD_NAME}=${peer}`,
   }
-  parts.push(startProcess('setpriv', asUser(etcdUid, etcdGid, '/usr/bin/etcd'), etcdEnv, dir))
+  parts.push(startAs(etcdUid, etcdGid, ['/usr/bin/etcd'], etcdEnv, dir))
 
-  const [superuser, replication, appPassword] = [1, 2, 3].map(() => randomBytes(16).toString('hex')) as [
-    string,
-    string,
-    string,
-  ]
+  const [superuser = '', replication = '', appPassword = ''] = [1, 2, 3].map(() => randomBytes(16).toString('hex'))
   function patroniNode(n: number) {
-    const [pgPort, restPort] = [nodePorts[(n - 1) * 2]!, nodePorts[(n - 1) * 2 + 1]!]
+    const [pgPort = 0, restPort = 0] = nodePorts.slice(2 * n - 2)
     const dataDir = join(pgDir, `node${n}`)
     const [rest, postgres] = [`127.0.0.1:${restPort}`, `127.0.0.1:${pgPort}`]
     // Its overrides, and the passwords as the docs' shell exports them.
@@ -201,17 +157,13 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       PATRONI_SUPERUSER_PASSWORD: superuser,
       PATRONI_REPLICATION_PASSWORD: replication,
       PATRONI_ETCD3_HOSTS: `127.0.0.1:${etcdClient}`,
-    }
-    Object.assign(env, {
       PATRONI_RESTAPI_LISTEN: rest,
       PATRONI_RESTAPI_CONNECT_ADDRESS: rest,
       PATRONI_POSTGRESQL_LISTEN: postgres,
       PATRONI_POSTGRESQL_CONNECT_ADDRESS: postgres,
-    })
-    Object.assign(env, {
       PATRONI_POSTGRESQL_DATA_DIR: dataDir,
       PATRONI_POSTGRESQL_PGPASS: join(pgDir, `node${n}.pgpass`),
-    })
+    }
     let patroni: Running | undefined
     let earlier = ''
     const node = {
@@ -220,23 +172,16 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       pgPort,
       restPort,
       env,
-      /** Starts Patroni (as postgres: PostgreSQL refuses root) on the node's data directory. */
+      /** Starts Patroni (as postgres: PostgreSQL refuses root). */
       start() {
         earlier += patroni?.output() ?? ''
-        patroni = startProcess(
-          'setpriv',
-          [...asUser(uid, gid, '/usr/bin/patroni'), join(HA_DIR, `patroni-${n}.yml`)],
-          env,
-          pgDir,
-        )
+        patroni = startAs(uid, gid, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
       },
       /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are gone. */
       async kill() {
-        const pids = [
-          ...(patroni && !gone(patroni.child.pid!) ? [patroni.child.pid!] : []),
-          ...postgresProcesses(dataDir),
-        ]
-        spawnSync('kill', ['-KILL', ...pids.map(String)]) // all at once; one that exited meanwhile (a backend) is no error
+        const patroniPid = patroni?.child.pid
+        const pids = [...(patroniPid && !gone(patroniPid) ? [patroniPid] : []), ...postgresProcesses(dataDir)]
+        spawnSync('kill', ['-KILL', ...pids.map(String)]) // a backend that exited meanwhile is no error
         await waitUntil(`${node.name}'s processes to be gone`, 10_000, async () => pids.every(gone))
       },
       /** What Patroni and PostgreSQL wrote (the last 64 KiB). */
@@ -246,28 +191,21 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     return node
   }
   nodes.push(patroniNode(1), patroniNode(2))
-  const [node1, node2] = nodes as [Node, Node]
-  const haproxyEnv = {
-    PRIMARY_PORT: `${haproxyPort}`,
-    STATS_PORT: `${statsPort}`,
-    NODE1_PORT: `${node1.pgPort}`,
-    NODE1_REST_PORT: `${node1.restPort}`,
-  }
-  parts.push(
-    startProcess(
-      '/usr/sbin/haproxy',
-      ['-db', '-f', join(HA_DIR, 'haproxy.cfg')],
-      { ...haproxyEnv, NODE2_PORT: `${node2.pgPort}`, NODE2_REST_PORT: `${node2.restPort}` },
-      dir,
-    ),
-  )
+  const haproxyEnv = { PRIMARY_PORT: `${haproxyPort}`, STATS_PORT: `${statsPort}` }
+  for (const [i, node] of nodes.entries())
+    Object.assign(haproxyEnv, {
+      [`NODE${i + 1}_PORT`]: `${node.pgPort}`,
+      [`NODE${i + 1}_REST_PORT`]: `${node.restPort}`,
+    })
+  parts.push(startAs(0, 0, ['/usr/sbin/haproxy', '-db', '-f', join(HA_DIR, 'haproxy.cfg')], haproxyEnv, dir))
 
-  const members = async (): Promise<Array<{ name: string; role: string; state: string; lag?: unknown }>> => {
-    for (const node of nodes) {
-      const response = await fetch(`http://127.0.0.1:${node.restPort}/cluster`, {
-        signal: AbortSignal.timeout(2000),
-      }).catch(() => undefined)
-      if (response?.ok) return ((await response.json()) as { members: [] }).members
+  type Member = { name: string; role: string; lag?: unknown }
+  const members = async (): Promise<Member[]> => {
+    for (const { restPort } of nodes) {
+      const response = await fetch(`http://127.0.0.1:${restPort}/cluster`, { signal: AbortSignal.timeout(2000) }).catch(
+        () => undefined,
+      )
+      if (response?.ok) return ((await response.json()) as { members: Member[] }).members
     }
     throw new Error('no Patroni node answers')
   }
@@ -275,60 +213,55 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const routes = async (): Promise<Record<string, string>> => {
     const csv = await (await fetch(`http://127.0.0.1:${statsPort}/;csv`, { signal: AbortSignal.timeout(2000) })).text()
     return Object.fromEntries(
-      [...csv.matchAll(/^primary,(node\d),(?:[^,\n]*,){15}([^,\n]*)/gm)].map((match) => [match[1], match[2]]),
+      [...csv.matchAll(/^primary,(node\d),(?:[^,\n]*,){15}([^,\n]*)/gm)].map((m) => [m[1], m[2]]),
     )
   }
-  const named = new Map<string, { output: () => string }>([
-    ...nodes.map((node) => [node.name, node] as const),
-    ['etcd', parts[0]!],
-    ['haproxy', parts[1]!],
-  ])
+  const outputs = () =>
+    [...nodes, { name: 'etcd', ...parts[0]! }, { name: 'haproxy', ...parts[1]! }]
+      .map((part) => `--- ${part.name}:\n${part.output().slice(-6000)}`)
+      .join('\n')
   const url = (port: number) => `postgres://plant_store:${appPassword}@127.0.0.1:${port}/plant_store`
   const cluster = {
     nodes,
     /** `postgres://` URL of the application's role and database through HAProxy. */
     databaseUrl: url(haproxyPort),
     /** The node Patroni's REST API reports as leader. @throws when there is none. */
-    async leader(): Promise<Node> {
+    async leader() {
       const now = await members()
-      const node = nodes.find((candidate) =>
-        now.some((member) => member.name === candidate.name && member.role === 'leader'),
-      )
+      const node = nodes.find(({ name }) => now.some((member) => member.name === name && member.role === 'leader'))
       if (node === undefined) throw new Error(`no leader: ${JSON.stringify(now)}`)
       return node
     },
     /**
-     * Waits until `patronictl list` (as the docs run it) shows `leader` as Leader and the other as Sync Standby, running, with no lag (Patroni's API),
-     * and HAProxy routes to `leader` only. @throws after `timeoutMs`, with what was last seen and every part's output.
+     * Waits until `patronictl list` (as the docs run it) shows `leader` as Leader and the other as Sync Standby,
+     * running, with no lag (Patroni's API), and HAProxy routes to `leader` only. @throws after `timeoutMs`.
      */
     async waitUntilHealthy(leader: Node, timeoutMs: number): Promise<void> {
       let last: unknown
+      const patronictl = ['-c', join(HA_DIR, 'patroni-1.yml'), 'list', '--format', 'json']
       const probe = async () => {
-        const list = runWith('/usr/bin/patronictl', ['-c', join(HA_DIR, 'patroni-1.yml'), 'list'], node1.env).then(
-          parseList,
-          (error: Error) => error.message,
-        )
         const [listed, now, routed] = await Promise.all([
-          list,
+          runWith('/usr/bin/patronictl', patronictl, nodes[0]!.env).then(
+            (json) => JSON.parse(json) as Array<Record<string, string>>,
+            (error: Error) => error.message,
+          ),
           members().catch(() => []),
           routes().catch(() => ({}) as Record<string, string>),
         ])
         last = { listed, members: now, haproxy: routed }
-        const role = (name: string) => (name === leader.name ? 'Leader' : 'Sync Standby')
+        const role = (name?: string) => (name === leader.name ? 'Leader' : 'Sync Standby')
         return (
           typeof listed !== 'string' &&
           listed.length === nodes.length &&
-          listed.every((row) => row.state === 'running' && row.role === role(row.member)) &&
+          listed.every((row) => row.State === 'running' && row.Role === role(row.Member)) &&
           now.length === nodes.length &&
           now.every((member) => member.name === leader.name || member.lag === 0) &&
           nodes.every((node) => routed[node.name] === (node === leader ? 'UP' : 'DOWN'))
         )
       }
-      await waitUntil(`${leader.name} to lead with a Sync Standby, and HAProxy to route to it`, timeoutMs, probe).catch(
+      await waitUntil(`${leader.name} to lead with a Sync Standby, HAProxy routing to it`, timeoutMs, probe).catch(
         (error: Error) => {
-          throw new Error(
-            `${error.message}; last seen ${JSON.stringify(last)}\n${[...named].map(([name, part]) => `--- ${name}:\n${part.output().slice(-6000)}`).join('\n')}`,
-          )
+          throw new Error(`${error.message}; last seen ${JSON.stringify(last)}\n${outputs()}`)
         },
       )
     },
@@ -336,10 +269,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     async queryOn<Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]): Promise<Row[]> {
       const client = new pg.Client({ connectionString: url(node.pgPort) })
       await client.connect()
-      return client
-        .query<Row>(sql, values)
-        .then((result) => result.rows)
-        .finally(() => client.end())
+      return (await client.query<Row>(sql, values).finally(() => client.end())).rows
     },
   }
 
@@ -353,13 +283,15 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   await cluster.waitUntilHealthy(leader!, timeoutMs)
   // The docs' psql step: through HAProxy, the superuser's password from the environment.
   const sql = [
-    '-c',
     `create role plant_store login password '${appPassword}'`,
-    '-c',
     'create database plant_store owner plant_store',
   ]
-  await runWith('/usr/bin/psql', ['-h', '127.0.0.1', '-p', `${haproxyPort}`, '-U', 'postgres', ...sql], {
-    PGPASSWORD: superuser,
-  })
+  await runWith(
+    '/usr/bin/psql',
+    ['-h', '127.0.0.1', '-p', `${haproxyPort}`, '-U', 'postgres', ...sql.flatMap((s) => ['-c', s])],
+    {
+      PGPASSWORD: superuser,
+    },
+  )
   return cluster
 }
