@@ -1,10 +1,10 @@
 /** glue's service class: requests arrive authenticated and validated; replies are serialized by their status's schema. @module */
-import { HttpError, ServiceUnavailableError } from '../errors.ts'
+import { HttpError } from '../errors.ts'
 import type { operations } from '../generated/openapi.ts'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.ts'
 import type { Metrics } from '../plugins/metrics.ts'
 import type { GroupCommit } from '../store/group-commit.ts'
-import { type PlantRecord, type PlantRepository, StoreUnavailableError } from '../store/plant-repository.ts'
+import type { PlantRecord, PlantRepository } from '../store/plant-repository.ts'
 
 export interface ServiceParts {
   readonly repository: PlantRepository
@@ -20,17 +20,13 @@ export class PlantService implements ServiceHandlers<operations> {
     this.parts = parts
   }
 
-  /** openapi.yaml, "Retries are safe". @throws {HttpError} 409 on a conflicting id (responses.Conflict); 503 when the store is unavailable. */
+  /** openapi.yaml, "Retries are safe". @throws {HttpError} 409 on a conflicting id (responses.Conflict). */
   async createPlant(
     request: OperationRequest<operations['createPlant']>,
   ): Promise<SuccessBody<operations['createPlant']>> {
     const body = request.body
     const plant: PlantRecord = { id: body.id, name: body.name, tag: body.tag ?? null }
-    const outcome = await this.parts.writer.save(plant).catch((error: unknown) => {
-      if (error instanceof StoreUnavailableError)
-        throw new ServiceUnavailableError('The store is unavailable; retry later')
-      throw error
-    })
+    const outcome = await this.parts.writer.save(plant)
     this.parts.metrics.creates.inc({ outcome: outcome.status })
     if (outcome.status === 'conflict') {
       throw new HttpError(409, `A different plant with id ${plant.id} already exists`)
