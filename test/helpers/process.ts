@@ -1,17 +1,16 @@
 /**
- * The real service process (`service/server.ts` through the test's own loader and
- * coverage hooks, or the built artifact), for tests over real sockets.
+ * The real service process (`service/server.ts` with the test's loader and coverage hooks, or the built artifact).
  *
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { LIMITS_OFF, type TestContext } from './app.ts'
+import { waitUntil } from './podman.ts'
 
 /**
- * A running service process: its base URL, everything it wrote so far (`output`), `stop`
- * (a signal; resolves with the exit code), and `waitFor` a pattern in its output (the
- * match; throws when it exits first or after 120 s).
+ * A running service process: its base URL, its output so far, `stop` (resolves with the exit code), and `waitFor` a
+ * pattern in its output (the match; throws when it exits first or after 120 s).
  */
 export interface ServiceProcess {
   readonly child: ChildProcess
@@ -33,35 +32,17 @@ export async function startService(t: TestContext, env: Record<string, string | 
     if (child.exitCode === null && child.signalCode === null) child.kill(signal)
     return ((await exited) as [number | null])[0]
   }
-  // Checked on every chunk the process writes (after output() has it) and when it exits.
-  const waitFor = (pattern: RegExp) =>
-    new Promise<RegExpExecArray>((resolve, reject) => {
-      const check = () => {
-        const match = pattern.exec(output())
-        if (match) finish(() => resolve(match))
-        else if (closed)
-          finish(() =>
-            reject(
-              new Error(
-                `the process exited (${child.exitCode ?? child.signalCode}); no ${pattern} in its output:\n${output()}`,
-              ),
-            ),
-          )
-      }
-      const timer = setTimeout(
-        () => finish(() => reject(new Error(`no ${pattern} in the output within 120 s:\n${output()}`))),
-        120_000,
-      )
-      const finish = (settle: () => void) => {
-        clearTimeout(timer)
-        for (const emitter of [child.stdout!, child.stderr!, child])
-          emitter.off(emitter === child ? 'close' : 'data', check)
-        settle()
-      }
-      for (const emitter of [child.stdout!, child.stderr!, child])
-        emitter.on(emitter === child ? 'close' : 'data', check)
-      check()
+  const waitFor = async (pattern: RegExp) => {
+    let match = null as RegExpExecArray | null
+    await waitUntil(`${pattern} in the output`, 120_000, async () => {
+      match = pattern.exec(output())
+      if (match === null && closed) throw new Error(`the process exited (${child.exitCode ?? child.signalCode})`)
+      return match !== null
+    }).catch((error: Error) => {
+      throw new Error(`${error.message}; no ${pattern} in its output:\n${output()}`)
     })
+    return match!
+  }
   try {
     const [, url] = await waitFor(/Server listening at (http:\/\/127\.0\.0\.1:\d+)/)
     return { child, url: url!, output, stop, waitFor }
@@ -106,23 +87,14 @@ function spawnService(
   const inherited = Object.entries(process.env).filter(([name]) =>
     /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name),
   )
-  const child = spawn(
-    process.execPath,
-    ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT],
-    {
-      // (spawn leaves out the variables whose value is undefined.)
-      env: {
-        ...Object.fromEntries(inherited),
-        NODE_DISABLE_COMPILE_CACHE: '1',
-        HOST: '127.0.0.1',
-        PORT: '0',
-        ...LIMITS_OFF,
-        ...env,
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      ...runAs,
-    },
-  )
+  const args = ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT]
+  // (spawn leaves out the variables whose value is undefined.)
+  const base = { ...Object.fromEntries(inherited), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0' }
+  const child = spawn(process.execPath, args, {
+    env: { ...base, ...LIMITS_OFF, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    ...runAs,
+  })
   let output = ''
   for (const stream of [child.stdout!, child.stderr!])
     stream.on('data', (chunk: Buffer) => (output += chunk.toString()))
