@@ -120,7 +120,19 @@ async function protection(
           maxRetriesPerRequest: 1,
           connectTimeout: 1000,
         })
-  if (redis !== undefined) app.addHook('onClose', async () => void redis.disconnect())
+  if (redis !== undefined) {
+    app.addHook('onClose', async () => void redis.disconnect())
+    // Logged once per outage, not per reconnection attempt; ioredis prints each error without a listener.
+    let down = false
+    redis.on('error', (error: Error) => {
+      if (!down)
+        app.log.warn({ err: error }, 'Redis of the rate limits is unreachable; the limits are off until it is back')
+      down = true
+    })
+    redis.on('ready', () => {
+      down = false
+    })
+  }
   await app.register(rateLimit, {
     global: false,
     // A segmented LRU keeps known offenders through a flood of new addresses.

@@ -207,12 +207,12 @@ t.test(
     const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
     const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
     t.same(await statuses(off, failures), Array(30).fill(401))
-    const redisDown = await build(t, {
-      rateLimitMax: 1,
-      rateLimitWindowMs: 60000,
-      authFailureLimitMax: 1,
-      rateLimitRedisUrl: 'redis://127.0.0.1:1',
-    })
+    const { stream, lines } = logSink()
+    const redisDown = await build(
+      t,
+      { rateLimitMax: 1, rateLimitWindowMs: 60000, authFailureLimitMax: 1, rateLimitRedisUrl: 'redis://127.0.0.1:1' },
+      { ...loggerOptions('info', false), stream },
+    )
     t.same(
       await statuses(redisDown, [
         from('192.0.2.3', TOKEN),
@@ -222,6 +222,9 @@ t.test(
       ]),
       [200, 200, 401, 401],
     )
+    const outage = lines.filter((line) => /^Redis/.test(String(line.msg)))
+    t.equal(outage.length, 1, 'the outage logged once, not per retry')
+    t.match(outage[0], { level: 40, err: { message: /ECONNREFUSED/ } }, 'at warn')
   },
 )
 

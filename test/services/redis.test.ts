@@ -6,10 +6,15 @@
  * @module
  */
 import { randomBytes, randomInt } from 'node:crypto'
+import { once } from 'node:events'
+import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
-import { build, TOKEN } from '../helpers/app.ts'
+import { loggerOptions } from '../../service/logging.ts'
+import { build, logSink, TOKEN } from '../helpers/app.ts'
 import { requires, TEST_REDIS_URL } from '../helpers/needs.ts'
+import { until } from '../helpers/partition-proxy.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
 /** Creates on two apps sharing Redis, alternately (a, b, a, b), with `token` from `address`; @returns the statuses. */
@@ -52,5 +57,65 @@ t.test(
     const config = { authFailureLimitMax: 2, rateLimitRedisUrl: TEST_REDIS_URL }
     t.same(await alternately(t, config, 'wrong-token-0123456789abcdef', address), [401, 401, 429, 429])
     t.same(await alternately(t, config, TOKEN, address), [200, 200, 200, 200])
+  },
+)
+
+t.test(
+  'an outage of Redis is logged once, at warn, however often the client retries; a second outage again',
+  requires('redis'),
+  async (t) => {
+    const { stream, lines } = logSink()
+    const redis = new URL(TEST_REDIS_URL!)
+    // A hop to Redis that can go away (connections refused) and come back on the same port.
+    const sockets = new Set<Socket>()
+    const hop = createServer((client) => {
+      const server = connect(Number(redis.port || 6379), redis.hostname)
+      for (const socket of [client, server]) {
+        sockets.add(socket)
+        socket.on('error', () => {})
+        socket.on('close', () => sockets.delete(socket))
+      }
+      client.pipe(server).pipe(client)
+    })
+    const up = async (port = 0) => {
+      hop.listen(port, '127.0.0.1')
+      await once(hop, 'listening')
+      return (hop.address() as AddressInfo).port
+    }
+    const down = () => {
+      hop.close()
+      for (const socket of sockets) socket.destroy()
+    }
+    const port = await up()
+    t.teardown(down)
+    const tokens = [0, 1, 2].map(() => `outage-${randomBytes(16).toString('hex')}`)
+    const app = await build(
+      t,
+      { tokens, rateLimitMax: 1, rateLimitWindowMs: 60000, rateLimitRedisUrl: `redis://127.0.0.1:${port}` },
+      { ...loggerOptions('info', false), stream },
+    )
+    const create = async (token: string) =>
+      (
+        await postPlant(
+          app,
+          { id: randomInt(1, 2 ** 40), name: 'Ficus' },
+          { headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
+        )
+      ).statusCode
+    /** Redis counts: a token's second request is refused. */
+    const counted = async (token: string) => (await create(token)) === 429
+    const outages = () => lines.filter((line) => /^Redis/.test(String(line.msg)))
+    t.ok(await until(() => counted(tokens[0]!), 20_000), 'Redis counts')
+    for (const outage of [1, 2]) {
+      down()
+      t.ok(await until(() => outages().length === outage, 20_000), `outage ${outage}`)
+      t.equal(await create(tokens[outage]!), 200, 'served meanwhile (fail open)')
+      // ioredis retries in the background, refused each time.
+      await sleep(1500)
+      t.equal(outages().length, outage, 'one line for the outage')
+      t.match(outages().at(-1), { level: 40, err: { message: /ECONNREFUSED/ } }, 'at warn')
+      await up(port)
+      t.ok(await until(() => counted(tokens[outage]!), 20_000), 'Redis is back')
+    }
   },
 )
