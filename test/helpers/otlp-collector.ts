@@ -1,6 +1,6 @@
 /**
- * A trace collector: receives OTLP/HTTP exports (`POST /v1/traces`, protobuf) and decodes
- * them with the official definitions (`test/fixtures/opentelemetry-proto`).
+ * A trace collector: receives OTLP/HTTP exports (`POST /v1/traces`, protobuf) and decodes them with the official
+ * definitions (`test/fixtures/opentelemetry-proto`).
  *
  * @module
  */
@@ -11,22 +11,18 @@ import { fileURLToPath } from 'node:url'
 import protobuf from 'protobufjs'
 import type { Test } from 'tap'
 import type { TestContext } from './app.ts'
-
-/** The OTLP definitions, unchanged from opentelemetry-proto. */
-const PROTO_DIR = fileURLToPath(new URL('../fixtures/opentelemetry-proto/', import.meta.url))
+import { waitUntil } from './podman.ts'
 
 const root = new protobuf.Root()
-root.resolvePath = (_origin, target) => PROTO_DIR + target
+root.resolvePath = (_origin, target) =>
+  fileURLToPath(new URL(`../fixtures/opentelemetry-proto/${target}`, import.meta.url))
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto')
 const ExportTraceServiceRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest')
 
-/** An attribute value: OTLP's `AnyValue` of a string, integer, double or boolean. */
-type AttributeValue = string | number | boolean
-
 /**
- * One span as exported: ids in lower-case hex (as in `traceparent`), `parentSpanId` empty
- * for a root span; `kind` and `status.code` as OTLP names them (`SPAN_KIND_SERVER`,
- * `STATUS_CODE_ERROR` …); `service` the resource's `service.name`.
+ * One span as exported: ids in lower-case hex (as in `traceparent`), `parentSpanId` empty for a root span; `kind`
+ * and `status.code` as OTLP names them (`SPAN_KIND_SERVER`, `STATUS_CODE_ERROR` …); `service` the resource's
+ * `service.name`; attribute values strings, numbers or booleans.
  */
 export interface ExportedSpan {
   readonly traceId: string
@@ -34,25 +30,17 @@ export interface ExportedSpan {
   readonly parentSpanId: string
   readonly name: string
   readonly kind: string
-  readonly attributes: Readonly<Record<string, AttributeValue>>
+  readonly attributes: Readonly<Record<string, string | number | boolean>>
   readonly status: { readonly code: string; readonly message: string }
   readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
   readonly service: string
 }
 
 /**
- * A running collector: its URL (`OTEL_EXPORTER_OTLP_ENDPOINT`), the spans and export
- * requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after 60 s.
+ * Starts a collector on a free loopback port, closed at teardown: its URL (`OTEL_EXPORTER_OTLP_ENDPOINT`), the spans
+ * and export requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after 60 s.
  */
-export interface Collector {
-  readonly url: string
-  readonly spans: ExportedSpan[]
-  readonly requests: Array<{ readonly path: string; readonly contentType: string }>
-  waitFor(done: (spans: ExportedSpan[]) => boolean): Promise<ExportedSpan[]>
-}
-
-/** Starts a {@link Collector} on a free loopback port; closed at teardown. */
-export async function startCollector(t: TestContext): Promise<Collector> {
+export async function startCollector(t: TestContext) {
   const spans: ExportedSpan[] = []
   const requests: Array<{ path: string; contentType: string }> = []
   const server = createServer(async (request, response) => {
@@ -61,38 +49,28 @@ export async function startCollector(t: TestContext): Promise<Collector> {
     // An empty ExportTraceServiceResponse: everything accepted.
     response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  t.teardown(() => {
-    server.closeAllConnections()
-    server.close()
-  })
-  const { port } = server.address() as { port: number }
+  await once(server.listen(0, '127.0.0.1'), 'listening')
+  t.teardown(() => void server.close().closeAllConnections())
   const waitFor = async (done: (spans: ExportedSpan[]) => boolean) => {
-    for (const deadline = Date.now() + 60_000; !done(spans); await new Promise((resolve) => setTimeout(resolve, 50))) {
-      if (Date.now() > deadline)
-        throw new Error(`the spans expected did not come within 60 s; received:\n${JSON.stringify(spans, null, 2)}`)
-    }
+    await waitUntil('the spans expected', 60_000, async () => done(spans)).catch((error: Error) => {
+      throw new Error(`${error.message}; received:\n${JSON.stringify(spans, null, 2)}`)
+    })
     return spans
   }
-  return { url: `http://127.0.0.1:${port}`, spans, requests, waitFor }
+  return { url: `http://127.0.0.1:${(server.address() as { port: number }).port}`, spans, requests, waitFor }
 }
 
-/** Decoded OTLP, as protobufjs's `toObject` gives it (bytes as Buffers, enums as names). */
-interface Decoded {
-  resourceSpans?: Array<{
-    resource?: { attributes?: KeyValue[] }
-    scopeSpans?: Array<{
-      spans?: Array<
-        Record<string, unknown> & { attributes?: KeyValue[]; links?: Array<{ traceId: Buffer; spanId: Buffer }> }
-      >
-    }>
-  }>
-}
-interface KeyValue {
+type KeyValue = {
   key: string
   value: { stringValue?: string; intValue?: string; doubleValue?: number; boolValue?: boolean }
 }
+type Span = Omit<ExportedSpan, 'traceId' | 'spanId' | 'parentSpanId' | 'attributes' | 'links'> &
+  Record<'traceId' | 'spanId' | 'parentSpanId', Buffer> & {
+    attributes: KeyValue[]
+    links: Array<Record<'traceId' | 'spanId', Buffer>>
+  }
+/** Decoded OTLP, as protobufjs's `toObject` gives it with defaults (bytes as Buffers, enums as names). */
+type Decoded = { resourceSpans: Array<{ resource?: { attributes: KeyValue[] }; scopeSpans: Array<{ spans: Span[] }> }> }
 
 /** The spans of one `ExportTraceServiceRequest` body. */
 function decode(body: Buffer): ExportedSpan[] {
@@ -102,42 +80,37 @@ function decode(body: Buffer): ExportedSpan[] {
     longs: String,
     defaults: true,
   }) as Decoded
-  const hex = (bytes: unknown) => Buffer.from(bytes as Uint8Array).toString('hex')
-  return (decoded.resourceSpans ?? []).flatMap(({ resource, scopeSpans }) => {
-    const service = String(attributesOf(resource?.attributes)['service.name'])
-    return (scopeSpans ?? []).flatMap(({ spans = [] }) =>
+  const hex = (bytes: Uint8Array) => Buffer.from(bytes).toString('hex')
+  return decoded.resourceSpans.flatMap(({ resource, scopeSpans }) =>
+    scopeSpans.flatMap(({ spans }) =>
       spans.map((span) => ({
+        name: span.name,
+        kind: span.kind,
+        status: span.status,
         traceId: hex(span.traceId),
         spanId: hex(span.spanId),
         parentSpanId: hex(span.parentSpanId),
-        name: span.name as string,
-        kind: span.kind as string,
         attributes: attributesOf(span.attributes),
-        status: span.status as ExportedSpan['status'],
-        links: (span.links ?? []).map((link) => ({ traceId: hex(link.traceId), spanId: hex(link.spanId) })),
-        service,
+        links: span.links.map((link) => ({ traceId: hex(link.traceId), spanId: hex(link.spanId) })),
+        service: String(attributesOf(resource?.attributes)['service.name']),
       })),
-    )
-  })
+    ),
+  )
 }
 
 /** OTLP's key-value list as an object; integers as numbers. */
-function attributesOf(list: KeyValue[] = []): Record<string, AttributeValue> {
+function attributesOf(list: KeyValue[] = []): Record<string, string | number | boolean> {
   return Object.fromEntries(
-    list.map(({ key, value }) => [
+    list.map(({ key, value: v }) => [
       key,
-      value.stringValue ??
-        (value.intValue === undefined ? undefined : Number(value.intValue)) ??
-        value.doubleValue ??
-        value.boolValue!,
+      v.stringValue ?? (v.intValue && Number(v.intValue)) ?? v.doubleValue ?? v.boolValue!,
     ]),
   )
 }
 
 /** A W3C `traceparent` of a new, sampled trace: the header's value and its ids. */
 export function traceparent(): { header: string; traceId: string; spanId: string } {
-  const traceId = randomBytes(16).toString('hex')
-  const spanId = randomBytes(8).toString('hex')
+  const [traceId, spanId] = [randomBytes(16).toString('hex'), randomBytes(8).toString('hex')]
   return { header: `00-${traceId}-${spanId}-01`, traceId, spanId }
 }
 

@@ -1,7 +1,6 @@
 /**
- * Debian's Chromium, driven by playwright-core, on Swagger UI: Authorize with a bearer
- * token, then "Try it out" → Execute on `POST /plants`. Pages reach nothing but the
- * loopback host, and must break no content security policy.
+ * Debian's Chromium, driven by playwright-core, on Swagger UI: Authorize with a bearer token, then "Try it out" →
+ * Execute on `POST /plants`. Pages reach nothing but the loopback host, and must break no content security policy.
  *
  * @module
  */
@@ -19,16 +18,9 @@ export const CREATE_PLANT = '#operations-plants-createPlant'
 /** Starts headless Chromium, closed at teardown. @throws when it is not installed or does not start within 30 s. */
 export async function launchChromium(t: TestContext): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM} (apt-get install chromium)`)
-  const args = [
-    '--headless',
-    '--no-sandbox',
-    '--disable-gpu',
-    '--disable-quic',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-  ]
+  const args = ['--headless', '--no-sandbox', '--no-first-run']
+  for (const feature of ['gpu', 'quic', 'background-networking', 'component-update', 'sync'])
+    args.push(`--disable-${feature}`)
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 30_000 })
   t.teardown(() => browser.close())
   return browser
@@ -63,7 +55,7 @@ export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs
   t.same(
     misdeeds,
     { outside: [], pageErrors: [], cspViolations: [] },
-    'no request off the loopback host, no uncaught error, no CSP violation',
+    'nothing off the loopback host, no error, no CSP violation',
   )
 }
 
@@ -78,10 +70,7 @@ export async function authorize(page: Page, token: string): Promise<void> {
 }
 
 /** Runs POST /plants through "Try it out" with `body`. @returns the live response's status and body text, and the request URL shown. */
-export async function tryItOut(
-  page: Page,
-  body: object,
-): Promise<{ status: string; body: string; requestUrl: string }> {
+export async function tryItOut(page: Page, body: object) {
   const operation = page.locator(CREATE_PLANT)
   await operation.locator('.opblock-summary').click()
   await operation.locator('button.try-out__btn').click()
@@ -98,6 +87,7 @@ export async function tryItOut(
 
 /** A NewPlant with a tag, as typed into Try it out. */
 type TriedPlant = { id: number; name: string; tag: string }
+const artifact = (name = '') => fileURLToPath(new URL(`../../artifacts/${name}`, import.meta.url))
 
 /** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to `artifacts/<screenshot>`. */
 export async function createsPlant(
@@ -111,9 +101,9 @@ export async function createsPlant(
   t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
   t.equal(result.status, '200')
   t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
-  mkdirSync(fileURLToPath(new URL('../../artifacts/', import.meta.url)), { recursive: true })
+  mkdirSync(artifact(), { recursive: true })
   await page.locator(`${CREATE_PLANT} .live-responses-table`).scrollIntoViewIfNeeded()
-  await page.screenshot({ path: fileURLToPath(new URL(`../../artifacts/${screenshot}`, import.meta.url)) })
+  await page.screenshot({ path: artifact(screenshot) })
 }
 
 /** Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page carries the prefix (access log). */
@@ -130,13 +120,18 @@ export async function createsPlantThroughGateway(
   await createsPlant(t, page, options.plant, `${gateway.url}/plants`, options.screenshot)
   const requestId = await (await created).headerValue('x-request-id')
   t.equal((await gateway.accessEntry(requestId!)).uri, PLANTS, 'POST /plants went through the gateway')
-  const entries = gateway.accessLog().slice(logged)
-  const paths = entries.map((entry) => String(entry.uri))
-  const [assets, escaped] = [
-    paths.filter((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)),
+  const paths = gateway
+    .accessLog()
+    .slice(logged)
+    .map((entry) => String(entry.uri))
+  t.ok(
+    paths.some((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)),
+    'the assets came through the gateway',
+  )
+  t.same(
     paths.filter((path) => !path.startsWith(`${GATEWAY_PREFIX}/`)),
-  ]
-  t.ok(assets.length > 0, 'the assets came through the gateway')
-  t.same(escaped, [], 'no request reached a path without the prefix')
+    [],
+    'no request reached a path without the prefix',
+  )
   noMisdeeds(t, misdeeds)
 }

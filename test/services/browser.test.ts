@@ -1,8 +1,7 @@
 /**
- * Chromium on Swagger UI at `/docs` of a listening app: what a visitor sees, Try it out
- * → Execute answered 401 without a token and 200 with the Plant once authorized (a
- * screenshot to `artifacts/swagger-ui.png`). The page reaches nothing but the service and
- * breaks no content security policy. Through the gateway: `test/deploy/gateway.test.ts`.
+ * Chromium on Swagger UI at `/docs` of a listening app: what a visitor sees, Try it out → Execute answered 401 without
+ * a token and 200 with the Plant once authorized (screenshot: `artifacts/swagger-ui.png`). The page reaches nothing
+ * but the service and breaks no content security policy. Through the gateway: `test/deploy/gateway.test.ts`.
  *
  * @module
  */
@@ -27,16 +26,11 @@ const started = chromium.skip ? undefined : Promise.all([launchChromium(t), list
 /** The server selector's selected text, and whether it fits the box (text width in its font against the width less padding). */
 const serverShown = (page: Page) =>
   page.locator('.scheme-container .servers select').evaluate((select: HTMLSelectElement) => {
-    const text = select.options[select.selectedIndex]!.text
-    const style = getComputedStyle(select)
+    const [text, style] = [select.options[select.selectedIndex]!.text, getComputedStyle(select)]
     const context = document.createElement('canvas').getContext('2d')!
     context.font = style.font
-    return {
-      text,
-      fits:
-        context.measureText(text).width <=
-        select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight),
-    }
+    const room = select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight)
+    return { text, fits: context.measureText(text).width <= room }
   })
 
 t.test(
@@ -48,11 +42,7 @@ t.test(
     const section = page.locator('.opblock-tag-section').filter({ has: page.locator('#operations-tag-plants') })
     t.equal(await section.locator(CREATE_PLANT).count(), 1, 'createPlant is listed under plants')
     t.equal(await page.locator('#operations-tag-default').count(), 0, 'nothing is under default')
-    t.strictSame(
-      await serverShown(page),
-      { text: '.. - This service', fits: true },
-      'the server selector shows the short description whole',
-    )
+    t.strictSame(await serverShown(page), { text: '.. - This service', fits: true }, 'the server is shown whole')
     t.equal(await page.locator('.swagger-ui .topbar').count(), 0, 'no top bar')
     t.equal(await page.getByRole('button', { name: 'Explore' }).count(), 0, 'no Explore button')
     const result = await tryItOut(page, { id: 4343, name: 'Ficus lyrata' })
@@ -66,12 +56,7 @@ t.test('authorized in Swagger UI, Try it out → Execute creates the plant: 200 
   const [browser, { url }] = await started!
   const { page, misdeeds } = await openDocs(t, browser, `${url}/docs`)
   await authorize(page, TOKEN)
-  await createsPlant(
-    t,
-    page,
-    { id: 4242, name: 'Monstera deliciosa', tag: 'indoor' },
-    `${url}/plants`,
-    'swagger-ui.png',
-  )
+  const plant = { id: 4242, name: 'Monstera deliciosa', tag: 'indoor' }
+  await createsPlant(t, page, plant, `${url}/plants`, 'swagger-ui.png')
   noMisdeeds(t, misdeeds)
 })
