@@ -1,55 +1,37 @@
 /**
- * The benchmark's design floor: what the design itself costs before any of the
- * service's own work. Fastify with fastify-openapi-glue on `openapi.yaml`, bearer
- * auth through @fastify/bearer-auth and the service's security handler, and a
- * `createPlant` that answers the Plant from the body: no store, no logger, no
- * limits, metrics or Swagger UI, Fastify's own JSON parser (ids above 2^53 lose
- * precision here; the answer does not carry them), Node's module compile cache on
- * as in `service/server.ts`. Start-up, memory and CPU per
- * request under it bound what the service can reach while glue wires the contract.
- * Never a way to run the service: it stores nothing.
- *
- * Environment (the names the service uses): `PLANT_STORE_TOKENS` (comma-separated,
- * required), `HOST` (default 127.0.0.1), `PORT` (default 0 = a free port).
- * Prints `listening <port>` on stdout once it accepts connections.
+ * The benchmark's design floor: Fastify and fastify-openapi-glue on `openapi.yaml`, @fastify/bearer-auth as glue's
+ * security handler, and a `createPlant` that answers the Plant from the body; nothing of the service's own (no
+ * store, logger, limits, metrics, exact integers). What the design costs before the service's work.
+ * Environment: `PLANT_STORE_TOKENS` (required), `HOST`, `PORT`.
  *
  * @module
  */
+import { readFileSync } from 'node:fs'
 import { enableCompileCache } from 'node:module'
-import type { NewPlant, Plant } from '../service/contract.ts'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 
-// As `service/server.ts` does, before the rest loads.
-enableCompileCache()
-const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, { loadContract }, { Security }] =
-  await Promise.all([
-    import('@fastify/bearer-auth'),
-    import('fastify'),
-    import('fastify-openapi-glue'),
-    import('../service/contract.ts'),
-    import('../service/operations/security.ts'),
-  ])
+enableCompileCache() // as the service does, before the rest loads
+const [{ default: bearerAuth }, { default: Fastify }, { default: openapiGlue }, { parse }] = await Promise.all([
+  import('@fastify/bearer-auth'),
+  import('fastify'),
+  import('fastify-openapi-glue'),
+  import('yaml'),
+])
 
-const tokens = (process.env.PLANT_STORE_TOKENS ?? '').split(',').filter((token) => token !== '')
-if (tokens.length === 0) {
-  process.stderr.write('design-floor: PLANT_STORE_TOKENS is required\n')
-  process.exit(1)
-}
-
-const app = Fastify({ logger: false })
-await app.register(bearerAuth, { keys: tokens, addHook: false, specCompliance: 'rfc6749' })
+const app = Fastify()
+const keys = (process.env.PLANT_STORE_TOKENS ?? '').split(',').filter(Boolean)
+await app.register(bearerAuth, { keys, addHook: false })
 await app.register(openapiGlue, {
-  specification: loadContract(),
+  specification: parse(readFileSync(new URL('../../openapi.yaml', import.meta.url), 'utf8')) as object,
   serviceHandlers: {
-    createPlant(request: { body: NewPlant }): Promise<Plant> {
-      return Promise.resolve({
-        name: request.body.name,
-        ...(request.body.tag === undefined ? {} : { tag: request.body.tag }),
-      })
-    },
+    createPlant: async ({ body }: { body: { name: string; tag?: string } }) => ({ name: body.name, tag: body.tag }),
   },
-  securityHandlers: new Security(app.verifyBearerAuth!),
+  securityHandlers: {
+    bearerAuth: (request: FastifyRequest, reply: FastifyReply) =>
+      new Promise<void>((resolve, reject) =>
+        app.verifyBearerAuth!(request, reply, (error) => (error ? reject(error) : resolve())),
+      ),
+  },
 })
-const address = await app.listen({ port: Number(process.env.PORT ?? 0), host: process.env.HOST ?? '127.0.0.1' })
-process.stdout.write(`listening ${new URL(address).port}\n`)
-for (const signal of ['SIGINT', 'SIGTERM'] as const)
-  process.once(signal, () => void app.close().then(() => process.exit(0)))
+await app.listen({ port: Number(process.env.PORT ?? 0), host: process.env.HOST ?? '127.0.0.1' })
+process.once('SIGTERM', () => void app.close())

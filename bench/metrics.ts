@@ -1,80 +1,46 @@
 /**
- * Reads the service's own Prometheus metrics (`GET /metrics`) around a run: how
- * many store transactions group commit made, their mean size and duration. The
- * explanation of a store-bound result is there (one fsync per transaction).
+ * The service's own Prometheus metrics (`GET /metrics`, its public surface), read around a measured run: the event
+ * loop's delay (prom-client's default `nodejs_eventloop_lag_p99_seconds`, whose histogram each scrape resets, so a
+ * scrape before and one after the run give the run's p99) and the store's group-commit batches.
  *
  * @module
  */
-import { request } from 'node:http'
 
-/** Cumulative totals of the store metrics at one moment. */
-export interface StoreTotals {
-  /** Store transactions (group-commit batches). */
+/** One scrape: cumulative store totals, and the event loop's p99 delay since the previous scrape, ms. */
+export interface Scrape {
   readonly transactions: number
-  /** Plants written in them. */
   readonly plants: number
-  /** Seconds spent in them. */
-  readonly seconds: number
+  readonly lagP99Ms: number | undefined
 }
 
-/** What the store did between two snapshots. */
-export interface StoreActivity {
-  readonly transactions: number
-  /** Mean plants per transaction. */
-  readonly meanBatch: number
-  /** Mean transaction duration, ms. */
-  readonly meanTransactionMs: number
+/** The sum of a metric's samples (all label sets); `undefined` when it has none. */
+function sample(text: string, name: string): number | undefined {
+  const values = [...text.matchAll(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'gm'))].map((m) => Number(m[1]))
+  return values.length === 0 ? undefined : values.reduce((sum, value) => sum + value, 0)
 }
 
-function sample(text: string, name: string): number {
-  let total = 0
-  for (const line of text.split('\n'))
-    if (line.startsWith(`${name} `) || line.startsWith(`${name}{`))
-      total += Number(line.slice(line.lastIndexOf(' ') + 1))
-  return total
-}
-
-/**
- * Snapshot of the store metrics (`plant_store_group_commit_batch_size`,
- * `plant_store_store_transaction_seconds`).
- * @returns `undefined` when the service has no such metrics or does not answer.
- */
-export function storeTotals(url: string): Promise<StoreTotals | undefined> {
-  return new Promise((resolve) => {
-    const sent = request(`${url}/metrics`, { agent: false, timeout: 5000 }, (response) => {
-      let text = ''
-      response.setEncoding('utf8')
-      response.on('data', (chunk: string) => (text += chunk))
-      response.on('end', () => {
-        const transactions = sample(text, 'plant_store_group_commit_batch_size_count')
-        resolve(
-          response.statusCode !== 200 || !text.includes('plant_store_group_commit_batch_size_count')
-            ? undefined
-            : {
-                transactions,
-                plants: sample(text, 'plant_store_group_commit_batch_size_sum'),
-                seconds: sample(text, 'plant_store_store_transaction_seconds_sum'),
-              },
-        )
-      })
-    })
-    sent.on('timeout', () => sent.destroy())
-    sent.on('error', () => resolve(undefined))
-    sent.end()
-  })
-}
-
-/** The activity between two snapshots; `undefined` when either is missing or nothing was written. */
-export function storeActivity(
-  before: StoreTotals | undefined,
-  after: StoreTotals | undefined,
-): StoreActivity | undefined {
-  if (before === undefined || after === undefined) return undefined
-  const transactions = after.transactions - before.transactions
-  if (transactions <= 0) return undefined
+/** Parses a scrape's text (Prometheus exposition format). */
+export function parseScrape(text: string): Scrape {
+  const lag = sample(text, 'nodejs_eventloop_lag_p99_seconds')
   return {
-    transactions,
-    meanBatch: (after.plants - before.plants) / transactions,
-    meanTransactionMs: (1000 * (after.seconds - before.seconds)) / transactions,
+    transactions: sample(text, 'plant_store_group_commit_batch_size_count') ?? 0,
+    plants: sample(text, 'plant_store_group_commit_batch_size_sum') ?? 0,
+    lagP99Ms: lag === undefined ? undefined : lag * 1000,
   }
+}
+
+/** Scrapes `<url>/metrics`; `undefined` when the target has none (the ceilings, the floor). */
+export async function scrape(url: string): Promise<Scrape | undefined> {
+  try {
+    const response = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(5000) })
+    return response.ok ? parseScrape(await response.text()) : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** Mean plants per store transaction between two scrapes; `undefined` when nothing was written. */
+export function meanBatch(before: Scrape | undefined, after: Scrape | undefined): number | undefined {
+  const transactions = (after?.transactions ?? 0) - (before?.transactions ?? 0)
+  return transactions <= 0 ? undefined : (after!.plants - before!.plants) / transactions
 }
