@@ -6,10 +6,10 @@
  */
 import { appendFileSync } from 'node:fs'
 import { relative } from 'node:path'
-import { isExecutable } from './machine.ts'
+import { isExecutable, onPath } from './machine.ts'
 
 /** Something a test may need: a service the test run starts, a privilege, or a program. */
-export type Need = 'redis' | 'root' | 'chromium'
+export type Need = 'redis' | 'root' | 'chromium' | 'promtool'
 
 /** Debian's Chromium, the browser the browser tests drive. */
 export const CHROMIUM = '/usr/bin/chromium'
@@ -30,6 +30,8 @@ export function missing(need: Need): string | undefined {
         : 'root: mounting small file systems and running the service as another user need root (run npm run test:services as root)'
     case 'chromium':
       return isExecutable(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
+    case 'promtool':
+      return onPath('promtool') ? undefined : 'promtool: not on PATH (apt-get install prometheus)'
   }
 }
 
