@@ -1,7 +1,7 @@
 /**
- * The embedded store's data directory when the service cannot use it: one it cannot
- * create, a file that is not a database, a store migrated by a newer release. Full or
- * read-only file systems, another user's directory: `test/services/file-systems.test.ts`.
+ * The embedded store's data directory when the service cannot use it: one it cannot create, a file that is not a
+ * database, a store migrated by a newer release. Full or read-only file systems, another user's directory:
+ * `test/services/file-systems.test.ts`.
  *
  * @module
  */
@@ -17,6 +17,13 @@ import { migrateToLatest } from '../../service/store/migrate.ts'
 import { storeOptions, testConfig } from '../helpers/app.ts'
 import { run } from '../helpers/command.ts'
 
+/** Starting the app on the embedded store in `dataDir`. */
+const start = (dataDir: string) => createApp(testConfig({ dataDir, databaseUrl: undefined }))
+const refusal = (dataDir: string, reason: string) => ({
+  name: 'ConfigError',
+  message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`,
+})
+
 t.test('a DATA_DIR that cannot be created stops the start with a message naming DATA_DIR and the reason', async (t) => {
   // Root may write any directory, so it gets a read-only file system instead (mount(8)).
   const root = process.getuid?.() === 0
@@ -29,10 +36,8 @@ t.test('a DATA_DIR that cannot be created stops the start with a message naming 
   if (root) await run('mount', ['-t', 'tmpfs', '-o', 'ro,size=1m', 'tmpfs', parent])
   else chmodSync(parent, 0o555)
   const dataDir = join(parent, 'data')
-  await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {
-    name: 'ConfigError',
-    message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${root ? 'EROFS: read-only file system' : 'EACCES: permission denied'}, mkdir '${dataDir}'`,
-  })
+  const reason = root ? 'EROFS: read-only file system' : 'EACCES: permission denied'
+  await t.rejects(start(dataDir), refusal(dataDir, `${reason}, mkdir '${dataDir}'`))
   t.notOk(existsSync(dataDir), 'nothing was created')
 })
 
@@ -42,10 +47,7 @@ t.test(
     const dataDir = t.testdir({
       [SQLITE_FILE]: 'not a database, just text that is long enough to have a header'.repeat(10),
     })
-    await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), {
-      name: 'ConfigError',
-      message: `Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`,
-    })
+    await t.rejects(start(dataDir), refusal(dataDir, `${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`))
   },
 )
 
@@ -67,14 +69,10 @@ t.test(
       name: 'MigrationError',
       message: /migrated by a newer release.*9999-from-the-future.*refusing to start/,
     }
-    await t.rejects(createApp(testConfig({ dataDir, databaseUrl: undefined })), refused)
+    await t.rejects(start(dataDir), refused)
     sqlite.prepare(`delete from kysely_migration where name = '0001-create-plant'`).run()
     sqlite.close()
-    await t.rejects(
-      createApp(testConfig({ dataDir, databaseUrl: undefined })),
-      refused,
-      'as many migrations recorded as this release knows, but another one',
-    )
+    await t.rejects(start(dataDir), refused, 'as many migrations recorded as this release knows, but another one')
     t.notOk(existsSync(wal), 'no connection of the refused start is left open')
   },
 )

@@ -1,19 +1,24 @@
 /**
- * The service as a process, over real sockets: durability across `kill -9` and restart,
- * token handling at start-up, graceful shutdown, starts that must fail, logs free of secrets.
+ * The service as a process, over real sockets: durability across `kill -9` and restart, token handling at start-up,
+ * graceful shutdown, starts that must fail, logs free of secrets.
  */
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { JSON_HEADERS, TOKEN } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 import { runToExit, startService } from '../helpers/process.ts'
 
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
+const testEnv = (t: Test) => ({ PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
+/** The status of a create of plant `id` at `url`, with `token`'s credentials (the test token's unless given). */
+const statusOf = async (url: string, id: number, token = TOKEN) =>
+  (await postPlant(url, { id, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } }))
+    .statusCode
 
 t.test(
   'a 200 means stored: plants survive kill -9 and a restart; a trace-level log holds no token; a port in use stops a start',
   async (t) => {
-    const env = { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' }
+    const env = testEnv(t)
     const first = await startService(t, { ...env, LOG_LEVEL: 'trace' })
     // ids above 2^53, written exactly into the JSON text
     const bodies = Array.from(
@@ -23,16 +28,7 @@ t.test(
     const created = await Promise.all(bodies.map((body) => postPlant(first.url, body)))
     const statuses = (responses: Array<{ statusCode: number }>) => responses.map((response) => response.statusCode)
     t.same(statuses(created), Array(20).fill(200))
-    t.equal(
-      (
-        await postPlant(
-          first.url,
-          { id: 1, name: 'Ficus' },
-          { headers: { ...JSON_HEADERS, authorization: `Bearer ${WRONG_TOKEN}` } },
-        )
-      ).statusCode,
-      401,
-    )
+    t.equal(await statusOf(first.url, 1, WRONG_TOKEN), 401)
     t.equal((await postPlant(first.url, '{"id":')).statusCode, 400)
     const taken = await runToExit({ ...env, DATA_DIR: join(t.testdir(), 'other'), PORT: new URL(first.url).port })
     t.not(taken.code, 0, 'a second process on the same port exits non-zero')
@@ -55,12 +51,7 @@ t.test(
 t.test(
   'SIGTERM: readiness turns 503 for the drain delay while requests are still served, then the process exits 0',
   async (t) => {
-    const service = await startService(t, {
-      PLANT_STORE_TOKENS: TOKEN,
-      DATA_DIR: join(t.testdir(), 'data'),
-      NODE_ENV: 'test',
-      SHUTDOWN_DRAIN_DELAY_MS: '3000',
-    })
+    const service = await startService(t, { ...testEnv(t), SHUTDOWN_DRAIN_DELAY_MS: '3000' })
     t.equal((await fetch(`${service.url}/health/ready`)).status, 200)
     const exit = service.stop('SIGTERM')
     let ready = 200
@@ -78,25 +69,13 @@ t.test(
 t.test(
   'a reader of stdout that goes away costs the logs, never the service: it serves and stops on SIGTERM',
   async (t) => {
-    const service = await startService(t, {
-      PLANT_STORE_TOKENS: TOKEN,
-      DATA_DIR: join(t.testdir(), 'data'),
-      NODE_ENV: 'test',
-    })
+    const service = await startService(t, testEnv(t))
     service.child.stdout!.destroy()
     for (let id = 1; id <= 3; id++)
-      t.equal(
-        (await postPlant(service.url, { id, name: 'Ficus' })).statusCode,
-        200,
-        'served while its lines meet a closed pipe',
-      )
+      t.equal(await statusOf(service.url, id), 200, 'served while its lines meet a closed pipe')
     // Past the buffered log's flush interval (1 s): the lines above are written, and fail.
     await new Promise((resolve) => setTimeout(resolve, 1500))
-    t.equal(
-      (await postPlant(service.url, { id: 4, name: 'Ficus' })).statusCode,
-      200,
-      'still served after the failed write',
-    )
+    t.equal(await statusOf(service.url, 4), 200, 'still served after the failed write')
     t.equal(await service.stop('SIGTERM'), 0, 'and exits on SIGTERM')
   },
 )
@@ -117,17 +96,8 @@ t.test(
     t.ok(token, 'a token is printed')
     t.match(service.output(), new RegExp(`Swagger UI: ${service.url}/docs`))
     t.equal(service.output().split(token!).length - 1, 1, 'printed exactly once')
-    t.equal(
-      (
-        await postPlant(
-          service.url,
-          { id: 1, name: 'Ficus' },
-          { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } },
-        )
-      ).statusCode,
-      200,
-    )
-    t.equal((await postPlant(service.url, { id: 2, name: 'Ficus' })).statusCode, 401, 'no other token works')
+    t.equal(await statusOf(service.url, 1, token), 200)
+    t.equal(await statusOf(service.url, 2), 401, 'no other token works')
     await service.stop()
   },
 )

@@ -1,6 +1,6 @@
 /**
- * Unit tests of the logger options (service/logging.ts): JSON lines with credentials
- * redacted, pretty output only on a terminal, one line per request.
+ * The logger options (service/logging.ts): JSON lines with credentials redacted, pretty output only on a terminal,
+ * one line per request.
  *
  * @module
  */
@@ -13,20 +13,17 @@ import { logSink } from '../helpers/app.ts'
 t.test(
   'logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout',
   async (t) => {
-    t.equal(loggerOptions('info', false).transport, undefined)
-    t.match(loggerOptions('debug', true), { level: 'debug', transport: { target: 'pino-pretty' } })
-    const terminal = processLogging('debug', true)
-    t.match(terminal.options, { level: 'debug', transport: { target: 'pino-pretty' } })
-    t.equal(terminal.options.stream, undefined)
-    t.doesNotThrow(() => terminal.flush())
-    const piped = processLogging('info', false)
-    t.equal(piped.options.transport, undefined)
+    const pretty = { level: 'debug', transport: { target: 'pino-pretty' } }
+    t.match(loggerOptions('debug', true), pretty)
+    const [terminal, piped] = [processLogging('debug', true), processLogging('info', false)]
+    t.match(terminal.options, { ...pretty, stream: undefined })
     t.match(
       piped.options.stream,
       { fd: 1, minLength: Number, sync: true },
       "stdout through pino's buffered destination",
     )
-    t.doesNotThrow(() => piped.flush())
+    t.same([loggerOptions('info', false).transport, piped.options.transport], [undefined, undefined], 'JSON when piped')
+    t.doesNotThrow(() => [terminal.flush(), piped.flush()])
     const { stream, lines } = logSink()
     const logger = pino(loggerOptions('info', false), stream)
     logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
@@ -59,16 +56,8 @@ t.test(
       { req: { remoteAddress: 'unknown' } },
     ])
     t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
-    logger.info(
-      {
-        res: {
-          statusCode: 200,
-          headers: { 'set-cookie': 'session=s3cret' },
-          getHeaders: () => ({ 'set-cookie': 'session=s3cret' }),
-        },
-      },
-      'reply',
-    )
+    const cookie = { 'set-cookie': 'session=s3cret' }
+    logger.info({ res: { statusCode: 200, headers: cookie, getHeaders: () => cookie } }, 'reply')
     t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
   },
 )
@@ -79,9 +68,9 @@ t.test(
     const { stream, lines } = logSink()
     const log = pino(loggerOptions('info', false), stream)
     const controller = new RequestLogController()
+    const req = { method: 'POST', url: '/plants' }
     const request = {
-      method: 'POST',
-      url: '/plants',
+      ...req,
       host: 'localhost',
       ip: '127.0.0.1',
       socket: { remotePort: 1 },
@@ -93,21 +82,9 @@ t.test(
     controller.requestCompleted(null, request, reply)
     controller.requestCompleted(new Error('socket hang up'), request, reply)
     t.match(lines, [
-      {
-        level: 30,
-        msg: 'request completed',
-        req: { method: 'POST', url: '/plants' },
-        res: { statusCode: 200 },
-        responseTime: 1.5,
-      },
-      {
-        level: 50,
-        msg: 'request errored',
-        req: { method: 'POST', url: '/plants' },
-        err: { message: 'socket hang up' },
-        responseTime: 1.5,
-      },
+      { level: 30, msg: 'request completed', req, res: { statusCode: 200 }, responseTime: 1.5 },
+      { level: 50, msg: 'request errored', req, err: { message: 'socket hang up' }, responseTime: 1.5 },
     ])
-    t.match(lines, [{ responseTime: Number }, { responseTime: Number }], 'responseTime is a JSON number')
+    t.match(lines, Array(2).fill({ responseTime: Number }), 'responseTime is a JSON number')
   },
 )
