@@ -1,7 +1,6 @@
 /**
- * The container image under test and containers of it, through the real podman CLI:
- * single containers, and hardened replicas on the host's PostgreSQL. Every podman
- * failure throws with podman's own message; without podman the tests fail, not skip.
+ * The container image under test and containers of it, through the real podman CLI: single containers, and hardened
+ * replicas on the host's PostgreSQL. A podman failure throws with podman's message; without podman tests fail.
  *
  * @module
  */
@@ -16,7 +15,7 @@ import { postgresSchema, type TestContext } from './app.ts'
 import { failure, lastLine, run } from './command.ts'
 import { freePort } from './machine.ts'
 
-/** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when podman is missing or fails, with its stderr. */
+/** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when missing or failing. */
 export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
   return (await run('podman', args, { timeoutMs, install: 'apt-get install podman' })).stdout.trim()
 }
@@ -24,19 +23,14 @@ export async function podman(args: readonly string[], timeoutMs = 120_000): Prom
 let built: Promise<string> | undefined
 
 /**
- * The image to test: the local image `PLANT_STORE_IMAGE` names, else the Dockerfile built once per process (`--format=docker` keeps
- * `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS` adds what the machine needs). @returns its name. @throws when the build fails.
+ * The image to test: `PLANT_STORE_IMAGE`, else the Dockerfile built once per process (`--format=docker` keeps
+ * `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS` adds what the machine needs). @returns its name.
  */
 export async function imageUnderTest(): Promise<string> {
-  const options = (process.env.PODMAN_BUILD_OPTIONS ?? '').split(/\s+/).filter(Boolean)
-  const tag = 'localhost/plant-store:test'
-  built ??= process.env.PLANT_STORE_IMAGE
-    ? Promise.resolve(process.env.PLANT_STORE_IMAGE)
-    : podman(
-        ['build', '--format=docker', ...options, '--tag', tag, fileURLToPath(new URL('../..', import.meta.url))],
-        900_000,
-      ).then(() => tag)
-  return built
+  const { PODMAN_BUILD_OPTIONS = '', PLANT_STORE_IMAGE } = process.env
+  const [tag, root] = ['localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))]
+  const build = ['build', '--format=docker', ...PODMAN_BUILD_OPTIONS.split(/\s+/).filter(Boolean), '--tag', tag, root]
+  return (built ??= PLANT_STORE_IMAGE ? Promise.resolve(PLANT_STORE_IMAGE) : podman(build, 900_000).then(() => tag))
 }
 
 const uniqueName = (what: string): string => `plant-store-test-${what}-${randomBytes(4).toString('hex')}`
@@ -54,7 +48,7 @@ export type Container = Awaited<ReturnType<typeof runContainer>>
 
 /**
  * `podman run -d [options] image`, port 3000 published on 127.0.0.1, removed at teardown with its anonymous volumes.
- * @returns once `GET /health/live` answers 200. @throws when it exits or is not live within `readyTimeoutMs` (with its logs).
+ * @returns once `GET /health/live` answers 200. @throws when it exits or is not live in time (with its logs).
  */
 export async function runContainer(
   t: TestContext,
@@ -67,23 +61,16 @@ export async function runContainer(
   await podman(['run', '--detach', '--name', name, '--publish', '127.0.0.1::3000', ...options, image])
   const container = {
     name,
-    /** Base URL of the published port, e.g. `http://127.0.0.1:41234`. */
+    /** Base URL of the published port. */
     url: `http://${await podman(['port', name, '3000/tcp'])}`,
-    /** What it wrote to stdout and stderr so far. */
-    logs: async () => {
-      const { stdout, stderr } = await run('podman', ['logs', name], { timeoutMs: 30_000 })
-      return stdout + stderr
-    },
-    /** One field of `podman inspect`, a Go template such as `{{.State.ExitCode}}`. */
+    logs: async () => Object.values(await run('podman', ['logs', name], { timeoutMs: 30_000 })).join(''),
+    /** One field of `podman inspect`, a Go template. */
     inspect: (template: string) => podman(['inspect', '--format', template, name]),
   }
   await waitUntil(`${name} to answer GET /health/live with 200`, readyTimeoutMs, async () => {
     if ((await container.inspect('{{.State.Running}}')) !== 'true') {
-      const logs = await container.logs()
-      throw failure(
-        `container ${name} exited (code ${await container.inspect('{{.State.ExitCode}}')}) before it was live: ${lastLine(logs)}`,
-        logs,
-      )
+      const [logs, code] = [await container.logs(), await container.inspect('{{.State.ExitCode}}')]
+      throw failure(`container ${name} exited (code ${code}) before it was live: ${lastLine(logs)}`, logs)
     }
     const response = await fetch(`${container.url}/health/live`).catch(() => undefined)
     await response?.body?.cancel()
@@ -92,7 +79,7 @@ export async function runContainer(
   return container
 }
 
-/** Polls `probe` every 50 ms until it returns true. @throws after `timeoutMs` ("timed out … waiting for WHAT"), or what the probe throws. */
+/** Polls `probe` every 50 ms until it returns true. @throws after `timeoutMs`, or what the probe throws. */
 export async function waitUntil(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
   const deadline = Date.now() + timeoutMs
   while (!(await probe())) {
@@ -106,19 +93,11 @@ export function randomToken(): string {
   return randomBytes(24).toString('base64url')
 }
 
-/** `podman run` options of a hardened deployment: read-only root without tmpfs, no capabilities nor privilege gain, the tokens from `tokensFile` (read-only). */
+/** `podman run` options of a hardened deployment, the tokens from `tokensFile`. */
 export function hardened(tokensFile: string): string[] {
   const secret = '/run/secrets/plant_store_tokens'
-  return [
-    '--read-only',
-    '--read-only-tmpfs=false',
-    '--cap-drop=ALL',
-    '--security-opt=no-new-privileges',
-    '--volume',
-    `${tokensFile}:${secret}:ro`,
-    '--env',
-    `PLANT_STORE_TOKENS_FILE=${secret}`,
-  ]
+  const options = '--read-only --read-only-tmpfs=false --cap-drop=ALL --security-opt=no-new-privileges'.split(' ')
+  return [...options, '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
 }
 
 /** Writes `token` to a secret file readable by the image's user (removed at teardown). @returns its path. */
@@ -129,23 +108,22 @@ export function tokensFile(t: TestContext, token: string): string {
   return join(dir, 'plant_store_tokens')
 }
 
-/** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. @throws when it has none. */
+/** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. */
 export async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
-  const subnets = JSON.parse(await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])) as Array<{
-    subnet: string
-    gateway: string
-  }>
+  const subnets: Array<{ subnet: string; gateway: string }> = JSON.parse(
+    await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman']),
+  )
   const ipv4 = subnets.find((subnet) => subnet.subnet.includes('.'))
   if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${JSON.stringify(subnets)}`)
   return ipv4
 }
 
-/** A replica: its address on the bridge, and its upstream `127.0.0.1:<published port>` (a stopped one refuses at once: the gateway moves on). */
+/** A replica: its address on the bridge, and its upstream `127.0.0.1:<published port>`. */
 export type Replica = Container & { readonly upstream: string; readonly address: string }
 
 /**
- * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's, reached through a socat relay
- * on the bridge's gateway address (the bridge's subnet only); removed at teardown. @returns once all are live. @throws when socat is missing or one is not live within 60 s.
+ * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's,
+ * reached through a socat relay on the bridge's gateway address; removed at teardown. @returns once all are live.
  */
 export async function startReplicas(
   t: TestContext,
@@ -192,20 +170,18 @@ export async function startReplicas(
 /** One JSON log line of the service. */
 type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
 
-/** The "request completed" line of `requestId` and the replica that wrote it (podman's log may trail: waits up to 10 s). @throws when none does. */
+/** The "request completed" line of `requestId` and the replica that wrote it (waits up to 10 s for podman's log). */
 export async function requestLine(
   replicas: readonly Replica[],
   requestId: string,
 ): Promise<{ line: LogLine; replica: Replica }> {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {
-    for (const replica of replicas) {
-      const lines = (await replica.logs()).split('\n').filter((line) => line.startsWith('{'))
-      const line = lines
-        .map((text) => JSON.parse(text) as LogLine)
-        .find((entry) => entry.requestId === requestId && entry.msg === 'request completed')
-      if (line) found = { line, replica }
-    }
+    for (const replica of replicas)
+      for (const text of (await replica.logs()).split('\n').filter((line) => line.includes(`"${requestId}"`))) {
+        const line = JSON.parse(text) as LogLine
+        if (line.requestId === requestId && line.msg === 'request completed') found = { line, replica }
+      }
     return found !== undefined
   })
   return found!
