@@ -21,8 +21,9 @@ export interface ChartRow {
 }
 
 const CHARTED: readonly FigureKey[] = ['cpu', 'p99']
-const side = (key: TargetKey) =>
-  key === 'baseline' ? 'baseline' : key === 'embedded' || key === 'postgres' ? 'working tree' : 'ceiling or floor'
+/** The sides, each always in the same colour. */
+const SIDES = ['ceiling or floor', 'working tree', 'baseline'] as const
+const side = (key: TargetKey) => SIDES[key === 'baseline' ? 2 : key === 'embedded' || key === 'postgres' ? 1 : 0]
 
 /** The chart's rows: each measured target's median and range over the rounds, per charted figure. */
 export function chartRows(rounds: Rounds): ChartRow[] {
@@ -49,7 +50,7 @@ export async function renderChart(rows: readonly ChartRow[], title: string): Pro
       width: 260,
       encoding: {
         y: { field: 'target', type: 'nominal', title: null, sort: null, axis: { labelLimit: 0 } },
-        color: { field: 'side', type: 'nominal', title: null },
+        color: { field: 'side', type: 'nominal', title: null, scale: { domain: [...SIDES] } },
       },
       layer: [
         { mark: 'rule', encoding: { x: { field: 'min', ...x }, x2: { field: 'max' } } },

@@ -5,18 +5,7 @@
  * Writes the report (`docs/benchmarks.md`) and its chart beside it (`.svg`). The service is reached only as users
  * reach it: its environment, HTTP, `/metrics`, and its store's rows once it stopped.
  *
- * Environment (all optional):
- * - `BENCH_ROUNDS` (default 5), `BENCH_DURATION` and `BENCH_WARMUP` (seconds per target and round, default 10 and
- *   10: V8 optimizes the request path for about 8 s after a start), `BENCH_CONNECTIONS` (default 50);
- * - `BENCH_TARGETS`: some of `raw,durable,durable-pg,floor,embedded,baseline,postgres` (default all; `baseline`
- *   with `BENCH_BASELINE_REF` only);
- * - `BENCH_BASELINE_REF`: a git ref; `BENCH_BASELINE_INSTALL` (`auto`, `link`, `ci`: see baseline.ts),
- *   `BENCH_BASELINE_CACHE`, `BENCH_BASELINE_ENTRY` (default `dist/service/server.js`);
- * - `BENCH_AB_THRESHOLDS`: the A/B's thresholds (default {@link DEFAULT_THRESHOLDS}; syntax: `parseThresholds`);
- * - `BENCH_DATABASE_URL`: loopback PostgreSQL (default `postgres://postgres@127.0.0.1:5432/test`);
- * - `BENCH_PINNING`: `on` (default: servers on CPU 0, wrk on CPU 1, when `taskset` and two cores exist) or `off`;
- * - `BENCH_PROFILE`: a directory; the service targets run under `node --cpu-prof` and write their profiles there;
- * - `BENCH_REPORT`: the report's path (default `docs/benchmarks.md`).
+ * Its settings (`BENCH_*` environment variables) are described in docs/benchmarks.md, "How to run".
  *
  * @module
  */
