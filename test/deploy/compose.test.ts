@@ -1,7 +1,7 @@
 /**
- * `compose.yaml` as written, with podman-compose 1.0.3, from a verbatim copy in a directory of the test's own: the secrets made by the commands
- * at its top, `up -d`, every container healthy (the test runs the health checks: no systemd timer here), each replica hardened and reading its
- * secrets, a plant of each known to the other (one database), `down -v`. The image under test is tagged with compose.yaml's image name.
+ * `compose.yaml` as written, with podman-compose 1.0.3, from a copy in a directory of its own: the secrets made by the
+ * commands at its top, `up -d`, every container healthy, each replica hardened and reading its secrets, a plant of
+ * each known to the other (one database), `down -v`. The image under test is tagged with compose.yaml's image name.
  *
  * @module
  */
@@ -26,7 +26,7 @@ const { services, secrets } = parse(composeText, { merge: true }) as {
 }
 const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 const builtImage = services[replicaServices[0]!]!.image!
-/** The shell lines of compose.yaml's header that make the secrets: from `mkdir` to the last `chown`, comments stripped. */
+/** The shell lines of compose.yaml's header that make the secrets: from `mkdir` to the last `chown`. */
 const header = composeText
   .split('\n')
   .filter((line) => line.startsWith('#   '))
@@ -35,7 +35,7 @@ const secretCommands = header.slice(
   header.findIndex((line) => line.startsWith('mkdir')),
   header.findLastIndex((line) => line.startsWith('chown')) + 1,
 )
-/** The uid that reads each secret in its container: the image's node user, or PostgreSQL's postgres user. */
+/** The uid that reads each secret in its container: node, or PostgreSQL's postgres. */
 const SECRET_OWNERS: Record<string, number> = { plant_store_tokens: 1000, database_url: 1000, postgres_password: 999 }
 
 const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
@@ -50,25 +50,23 @@ const compose = (...args: string[]) =>
 const projectFilter = `label=io.podman.compose.project=${project}`
 /** The project's containers: name and compose service of each. */
 async function containers(): Promise<Array<{ name: string; service: string }>> {
-  const listed = JSON.parse(await podman(['ps', '--all', '--filter', projectFilter, '--format', 'json'])) as Array<{
-    Names: string[]
-    Labels: Record<string, string>
-  }>
-  return listed.map((entry) => ({ name: entry.Names[0]!, service: entry.Labels['com.docker.compose.service']! }))
+  const listed = JSON.parse(await podman(['ps', '--all', '--filter', projectFilter, '--format', 'json']))
+  return listed.map((entry: { Names: string[]; Labels: Record<string, string> }) => {
+    return { name: entry.Names[0], service: entry.Labels['com.docker.compose.service'] }
+  })
 }
+const volumesOf = async () =>
+  (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter])).split('\n').filter(Boolean)
 
 /** The replicas' anonymous volumes (the image's VOLUME /data), which podman-compose 1.0.3 does not remove. */
 const anonymousVolumes = new Set<string>()
-// Run whatever failed: containers with their anonymous volumes, the project's volumes and network, the secrets, the image tag as it was.
+// Whatever failed: containers, volumes, network, secrets go; the image tag is as it was.
 const previousImage = await podman(['image', 'inspect', '--format', '{{.Id}}', builtImage]).catch(() => undefined)
 t.teardown(async () => {
   for (const { name } of await containers().catch(() => []))
     await podman(['rm', '--force', '--volumes', '--time', '0', name]).catch(() => {})
   await compose('down', '--volumes').catch(() => {})
-  const volumes = (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]).catch(() => ''))
-    .split('\n')
-    .filter(Boolean)
-  for (const volume of [...volumes, ...anonymousVolumes])
+  for (const volume of [...(await volumesOf().catch(() => [])), ...anonymousVolumes])
     await podman(['volume', 'rm', '--force', volume]).catch(() => {})
   await podman(['network', 'rm', '--force', `${project}_default`]).catch(() => {})
   rmSync(dir, { recursive: true, force: true })
@@ -84,11 +82,8 @@ t.test(
     await podman(['tag', await imageUnderTest(), builtImage])
 
     await run('bash', ['-euo', 'pipefail', '-c', secretCommands.join('\n')], { cwd: dir })
-    t.equal(
-      (statSync(join(dir, 'secrets')).mode & 0o777).toString(8),
-      '700',
-      `compose.yaml's commands make secrets/ mode 0700: ${secretCommands.length} lines`,
-    )
+    const mode = (file: string) => statSync(join(dir, file)).mode & 0o777
+    t.equal(mode('secrets'), 0o700, `compose.yaml's commands make secrets/ mode 0700: ${secretCommands.length} lines`)
     for (const [name, { file }] of Object.entries(secrets)) {
       const stat = statSync(join(dir, file))
       t.same(
@@ -105,19 +100,10 @@ t.test(
     const upErrors = `${up.stdout}${up.stderr}`.split('\n').filter((line) => line.startsWith('Error'))
     const running = await containers()
     for (const { name } of running) {
-      const volumes = await podman([
-        'inspect',
-        '--format',
-        '{{range .Mounts}}{{if eq .Type "volume"}}{{.Name}} {{end}}{{end}}',
-        name,
-      ])
+      const volumes = await podman(['inspect', '--format', '{{range .Mounts}}{{.Name}} {{end}}', name])
       for (const volume of volumes.split(' ')) if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
     }
-    t.same(
-      running.map((container) => container.service).sort(),
-      Object.keys(services).sort(),
-      'one container per service',
-    )
+    t.same(running.map(({ service }) => service).sort(), Object.keys(services).sort(), 'one container per service')
     for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
       // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
       await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
@@ -146,8 +132,7 @@ t.test(
         'stat',
         '-c',
         '%u %a',
-        '/run/secrets/plant_store_tokens',
-        '/run/secrets/database_url',
+        ...['plant_store_tokens', 'database_url'].map((file) => `/run/secrets/${file}`),
       ])
       t.equal(secretsStat, '1000 400\n1000 400', `${service}: its secrets as on the host, owner uid 1000, mode 0400`)
       const denied = await podman(['exec', '--user', '1001', name, 'cat', '/run/secrets/plant_store_tokens']).catch(
@@ -165,10 +150,7 @@ t.test(
         `${service}: memory limited to mem_limit ${memory}`,
       )
       const pids = Number(await inspect('{{.HostConfig.PidsLimit}}'))
-      t.ok(
-        pids > 0 && pids <= 2048,
-        `${service}: a process limit (${pids}; pids_limit, or podman's default where podman-compose drops it)`,
-      )
+      t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids}; pids_limit, or podman's default)`)
     }
 
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -183,10 +165,6 @@ t.test(
 
     await compose('down', '--volumes')
     t.same(await containers(), [], 'down: no container of the project left')
-    t.equal(
-      await podman(['volume', 'ls', '--quiet', '--filter', projectFilter]),
-      '',
-      'down -v: the database volume is gone',
-    )
+    t.same(await volumesOf(), [], 'down -v: the database volume is gone')
   },
 )
