@@ -1,6 +1,8 @@
 /** Stores plants, the database deciding whether a create is new, a replay, or a conflict. @module */
 import type { Store } from './store.ts'
 
+export { StoreUnavailableError } from './store.ts'
+
 export interface PlantRecord {
   readonly id: bigint
   readonly name: string
@@ -12,11 +14,6 @@ export type SaveOutcome =
   | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
   | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
-/** Nothing was stored; a retry later may succeed. */
-export class StoreUnavailableError extends Error {
-  override readonly name = 'StoreUnavailableError'
-}
-
 export class PlantRepository {
   protected readonly store: Store
 
@@ -26,15 +23,6 @@ export class PlantRepository {
 
   /** One atomic INSERT; the losers are read back without a transaction, as rows never change. @throws {StoreUnavailableError} when unreachable or overloaded. */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
-    try {
-      return await this.write(plants)
-    } catch (error) {
-      if (this.store.isUnavailable(error)) throw new StoreUnavailableError('The store is unavailable', { cause: error })
-      throw error
-    }
-  }
-
-  private async write(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
     // One lock order, else batches sharing ids deadlock.

@@ -1,12 +1,22 @@
-/** The embedded SQLite store; a failing disk is 503 until it writes again (docs/operations.md, "Full disk (embedded store)"). @module */
+/**
+ * The embedded SQLite store, its connection on a worker thread (`sqlite-worker.ts`): the event loop never waits on
+ * SQLite's lock or its fsync. A failing disk is 503 until it writes again (docs/operations.md, "Full disk (embedded
+ * store)").
+ *
+ * @module
+ */
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
-import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
-import { Kysely, SqliteDialect, type SqliteDatabase, type SqliteStatement, sql } from 'kysely'
+import { extname, join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { Worker } from 'node:worker_threads'
+import { Kysely, sql } from 'kysely'
 import { ConfigError } from '../config.ts'
 import type { StoreSchema } from './schema.ts'
-import type { Store, StoreOptions } from './store.ts'
+import { openSqliteFile, type WorkerData } from './sqlite-file.ts'
+import { SqliteWorkerDialect } from './sqlite-worker-dialect.ts'
+import { type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
+import { unavailableAs } from './unavailable.ts'
 export const SQLITE_FILE = 'plants.sqlite3'
 
 /** Room for a few commits. */
@@ -14,20 +24,20 @@ const PROBE_BYTES = 64 * 1024
 
 export const PROBE_FILE = '.plant-store-probe'
 
-/** Its directory must exist; every INTEGER is read as an exact bigint. */
-export function openSqliteFile(file: string): SQLite.Database {
-  const database = new SQLite(file, { timeout: 5000 })
-  database.pragma('journal_mode = WAL')
-  database.pragma('synchronous = FULL')
-  database.defaultSafeIntegers(true)
-  return database
-}
+/**
+ * SQLite's wait for another process's lock, on the worker. A create can wait for the batch ahead of it and then its
+ * own: twice this stays well below 8 s (docs/operations.md, "Storage").
+ */
+export const BUSY_TIMEOUT_MS = 2500
+
+/** The worker's module beside this one: `.ts` when run from source, `.js` from `dist/`. */
+const WORKER_URL = new URL(`./sqlite-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url)
 
 const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
 
 /** The disk failed, not the service: a retry may succeed. */
 function isDiskFailure(error: unknown): boolean {
-  const code = (error as { code?: unknown }).code
+  const code = (error as { code?: unknown } | undefined)?.code
   return typeof code === 'string' && (code === 'SQLITE_FULL' || code.startsWith('SQLITE_IOERR'))
 }
 
@@ -75,16 +85,29 @@ class DiskState {
   /* c8 ignore stop */
 }
 
-/** @throws {ConfigError} naming `DATA_DIR` and the reason when this process cannot use it. */
+/** @throws {ConfigError} naming `DATA_DIR` and the reason when this process cannot use it (checked before the worker starts). */
 export function openSqlite(options: StoreOptions): Store {
   const file = join(options.dataDir, SQLITE_FILE)
-  const database = openUsableSqliteFile(options.dataDir, file)
+  checkUsable(options.dataDir, file)
   const disk = new DiskState(options.dataDir, options.onWriteFailure)
-  const db = new Kysely<StoreSchema>({ dialect: new SqliteDialect({ database: watchingWrites(database, disk) }) })
+  const isUnavailable = (error: unknown) =>
+    error instanceof StoreUnavailableError ||
+    SQLITE_BUSY.has((error as { code?: string }).code ?? '') ||
+    isDiskFailure(error)
+  const dialect = new SqliteWorkerDialect({
+    startWorker: () => new Worker(WORKER_URL, { workerData: { file, busyTimeoutMs: BUSY_TIMEOUT_MS } as WorkerData }),
+    onResult: (wrote, error) => {
+      if (wrote) disk.wrote()
+      /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
+      if (isDiskFailure(error)) disk.failed(error!)
+    },
+    onWorkerGone: options.onConnectionError,
+  })
+  const db = new Kysely<StoreSchema>({ dialect: unavailableAs(dialect, isUnavailable) })
   return {
     db,
     dialect: 'sqlite',
-    isUnavailable: (error) => SQLITE_BUSY.has((error as { code?: string }).code ?? '') || isDiskFailure(error),
+    isUnavailable,
     ping: async () => {
       await sql`select 1`.execute(db)
       await disk.check()
@@ -94,8 +117,8 @@ export function openSqlite(options: StoreOptions): Store {
   }
 }
 
-/** Checks write access first: SQLite would open the file read-only, and fail later. */
-function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
+/** Checks write access first (SQLite would open the file read-only, and fail later), then opens it once and closes it. */
+function checkUsable(dataDir: string, file: string): void {
   try {
     try {
       mkdirSync(dataDir, { recursive: true })
@@ -107,52 +130,10 @@ function openUsableSqliteFile(dataDir: string, file: string): SQLite.Database {
     for (const path of [file, `${file}-wal`, `${file}-shm`]) {
       if (existsSync(path)) accessSync(path, constants.R_OK | constants.W_OK)
     }
-    return openSqliteFile(file)
+    openSqliteFile(file, BUSY_TIMEOUT_MS).close()
   } catch (error) {
     const { message, code } = error as NodeJS.ErrnoException
     const reason = code?.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
     throw new ConfigError(`Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`, { cause: error })
-  }
-}
-
-/**
- * Each statement text prepared once, as better-sqlite3 intends (Kysely asks for every query).
- * Bounded: the texts are a few per batch size, up to `GROUP_COMMIT_MAX_BATCH`.
- */
-function watchingWrites(database: SQLite.Database, disk: DiskState): SqliteDatabase {
-  const prepared = new Map<string, SqliteStatement>()
-  return {
-    close: () => database.close(),
-    prepare: (source: string) => {
-      let statement = prepared.get(source)
-      if (statement === undefined) {
-        const fresh = database.prepare(source)
-        statement = fresh.readonly ? (fresh as unknown as SqliteStatement) : watchedWrite(fresh, database, disk)
-        prepared.set(source, statement)
-      }
-      return statement
-    },
-  }
-}
-
-/** Tells `disk` of a failure, or of a change committed outside a transaction; a replay changes nothing and tells nothing. */
-function watchedWrite(statement: SQLite.Statement, database: SQLite.Database, disk: DiskState): SqliteStatement {
-  const watch = <T extends unknown[] | SQLite.RunResult>(execute: () => T): T => {
-    try {
-      const result = execute()
-      const changed = Array.isArray(result) ? result.length > 0 : result.changes > 0
-      if (changed && !database.inTransaction) disk.wrote()
-      return result
-    } catch (error) {
-      /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
-      if (isDiskFailure(error)) disk.failed(error as Error)
-      throw error
-    }
-  }
-  return {
-    reader: statement.reader,
-    all: (parameters) => watch(() => statement.all(parameters)),
-    run: (parameters) => watch(() => statement.run(parameters)),
-    iterate: statement.iterate.bind(statement),
   }
 }
