@@ -53,9 +53,15 @@ const LAYERS: Record<string, Layer> = {
   // What holds between files: fresh generated types and config reference, links, one Node release, the gateway's limits, contract compatibility.
   checks: {
     needs: [],
-    commands: ['check:types', 'check:config-docs', 'check:links', 'check:runtime', 'check:gateway', 'check:compat'].map(
-      (script) => ['npm', 'run', '--silent', script],
-    ),
+    commands: [
+      'check:types',
+      'check:readme',
+      'check:config-docs',
+      'check:links',
+      'check:runtime',
+      'check:gateway',
+      'check:compat',
+    ].map((script) => ['npm', 'run', '--silent', script]),
   },
   // package.json's tap.include on the embedded store, with the coverage bar.
   embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]] },
