@@ -1,6 +1,6 @@
 /**
- * A careless or hostile client over raw sockets: it cuts the connection at each phase
- * of each kind of exchange, alternately closing (FIN) and resetting (RST).
+ * A careless or hostile client over raw sockets: it cuts the connection at each phase of each kind of exchange,
+ * alternately closing (FIN) and resetting (RST).
  *
  * @module
  */
@@ -18,11 +18,7 @@ export const PHASES = [
 export type Phase = (typeof PHASES)[number]
 
 /** A request as bytes: its head (ending in the blank line) and its body. */
-interface RequestShape {
-  readonly name: string
-  readonly head: string
-  readonly body: string
-}
+type RequestShape = { name: string; head: string; body: string }
 
 function shape(name: string, method: string, path: string, headers: Record<string, string>, body = ''): RequestShape {
   const length = body === '' ? '' : `Content-Length: ${Buffer.byteLength(body)}\r\n`
@@ -35,28 +31,18 @@ export const WRONG_TOKEN = `${'w'.repeat(20)}${'x'.repeat(20)}`
 /** The kinds of request each phase is tried with; `token` is a valid bearer token, `prefix` a gateway's path prefix. */
 export function requestShapes(token: string, prefix = ''): RequestShape[] {
   const json = { 'Content-Type': 'application/json' }
-  const plant = '{"id":424242,"name":"Aborted Ficus"}'
-  const create = shape(
-    'a valid create',
-    'POST',
-    `${prefix}/plants`,
-    { ...json, Authorization: `Bearer ${token}` },
-    plant,
-  )
+  const authorized = { ...json, Authorization: `Bearer ${token}` }
+  const post = (name: string, headers: Record<string, string>) =>
+    shape(name, 'POST', `${prefix}/plants`, headers, '{"id":424242,"name":"Aborted Ficus"}')
+  const create = post('a valid create', authorized)
   return [
     shape('the docs', 'GET', `${prefix}/docs/json`, {}),
     shape('an unknown path', 'GET', `${prefix}/nothing`, {}),
-    shape('no token', 'POST', `${prefix}/plants`, json, plant),
-    shape('a wrong token', 'POST', `${prefix}/plants`, { ...json, Authorization: `Bearer ${WRONG_TOKEN}` }, plant),
+    post('no token', json),
+    post('a wrong token', { ...json, Authorization: `Bearer ${WRONG_TOKEN}` }),
     create,
     { name: 'a pipelined pair', head: `${create.head}${create.body}${create.head}`, body: create.body },
-    shape(
-      'Expect: 100-continue',
-      'POST',
-      `${prefix}/plants`,
-      { ...json, Authorization: `Bearer ${token}`, Expect: '100-continue' },
-      plant,
-    ),
+    post('Expect: 100-continue', { ...authorized, Expect: '100-continue' }),
   ]
 }
 
@@ -70,14 +56,8 @@ async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase,
   socket.on('error', () => {})
   socket.on('data', () => phase === PHASES[4] && cut())
   socket.once(tls ? 'secureConnect' : 'connect', () => {
-    const sent = [
-      head.slice(0, Math.max(1, head.indexOf('\r\n') >> 1)),
-      head,
-      head + body.slice(0, body.length >> 1),
-      head + body,
-      head + body,
-    ]
-    socket.write(sent[PHASES.indexOf(phase)]!)
+    const sent = [head.slice(0, Math.max(1, head.indexOf('\r\n') >> 1)), head, head + body.slice(0, body.length >> 1)]
+    socket.write(sent[PHASES.indexOf(phase)] ?? head + body)
     if (phase !== PHASES[4]) cut()
   })
   const guard = setTimeout(cut, 5_000)
@@ -85,24 +65,19 @@ async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase,
   clearTimeout(guard)
 }
 
-/**
- * Runs `rounds` × every shape × every phase against `target`, `concurrency` at a time.
- * @returns each exchange cut, once its socket is closed.
- */
+/** Runs `rounds` × every shape × every phase against `target`, `concurrency` at a time. @returns each exchange cut. */
 export async function cutEveryPhase(
   target: Target,
   token: string,
   { rounds, concurrency, prefix }: { rounds: number; concurrency: number; prefix?: string },
 ): Promise<Array<{ shape: string; phase: Phase }>> {
   const work: Array<() => Promise<{ shape: string; phase: Phase }>> = []
-  for (let round = 0; round < rounds; round++) {
-    for (const request of requestShapes(token, prefix)) {
-      for (const phase of PHASES)
-        work.push(() =>
-          cutAt(target, request, phase, (round + work.length) % 2 === 0).then(() => ({ shape: request.name, phase })),
-        )
-    }
-  }
+  for (let round = 0; round < rounds; round++)
+    for (const request of requestShapes(token, prefix))
+      for (const phase of PHASES) {
+        const reset = (round + work.length) % 2 === 0
+        work.push(() => cutAt(target, request, phase, reset).then(() => ({ shape: request.name, phase })))
+      }
   const done: Array<{ shape: string; phase: Phase }> = []
   const worker = async (): Promise<void> => {
     for (let next = work.shift(); next !== undefined; next = work.shift()) done.push(await next())

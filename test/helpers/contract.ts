@@ -1,6 +1,5 @@
 /**
- * What openapi.yaml says, for tests to derive from rather than restate (operations, the
- * methods of each path), and checks of responses against it.
+ * What openapi.yaml says, for tests to derive from rather than restate, and checks of responses against it.
  *
  * @module
  */
@@ -9,7 +8,7 @@ import type { LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
 import { loadContract } from '../../service/contract.ts'
 
-/** A response as `inject` gives it, as `postPlant` gives it (`post-plant.ts`), or as read from a socket (`raw-http.ts`). */
+/** A response of `inject`, `postPlant` or `raw-http.ts`. */
 export type AnyResponse = Pick<LightMyRequestResponse, 'statusCode' | 'body'> & { headers: Record<string, unknown> }
 
 const contract = loadContract()
@@ -56,17 +55,6 @@ export function schemaAt(pointer: string): ValidateFunction {
   return validate
 }
 
-/** Resolves a local JSON pointer (`#/a/b`) in the contract. */
-function resolve(pointer: string): Record<string, unknown> {
-  return pointer
-    .slice(2)
-    .split('/')
-    .reduce<unknown>(
-      (node, part) => (node as Record<string, unknown>)[part.replace(/~1/g, '/').replace(/~0/g, '~')],
-      contract,
-    ) as Record<string, unknown>
-}
-
 /** The body as JSON, or the problem that it is not. */
 function parsed(response: AnyResponse): { body: unknown } | { problem: string } {
   try {
@@ -94,9 +82,11 @@ export function contractViolations(response: AnyResponse): string[] {
   const declared = responses[status]
   if (declared === undefined) return [`status ${response.statusCode} is not declared`]
   const pointer = declared.$ref ?? `#/paths/~1plants/post/responses/${status}`
-  if ((resolve(pointer).content as Record<string, unknown> | undefined)?.['application/json'] === undefined) {
-    return [`status ${response.statusCode} declares no application/json body`]
+  const { content } = (declared.$ref ? contract.components!.responses![pointer.split('/').pop()!] : declared) as {
+    content?: Record<string, unknown>
   }
+  if (content?.['application/json'] === undefined)
+    return [`status ${response.statusCode} declares no application/json body`]
   return bodyProblems(response, schemaAt(`${pointer}/content/application~1json/schema`))
 }
 

@@ -1,6 +1,5 @@
 /**
- * `POST /plants` as a client sends it: into an app by `inject`, or over HTTP(S) to a
- * running service or gateway, with one response shape.
+ * `POST /plants` as a client sends it: into an app by `inject`, or over HTTP(S) to a service or gateway.
  *
  * @module
  */
@@ -14,17 +13,14 @@ import { contractViolations } from './contract.ts'
 /** Request headers; a header whose value is `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>
 
-/** A body: an object as its JSON text (bigints as exact integers), a string or Buffer byte for byte. */
+/** A body: an object as its JSON text (bigints exact), a string or Buffer byte for byte. */
 export type PlantBody = object | string | Buffer
 
-/** A response, the same whichever way the request went. */
+/** A response, the same whichever way the request went: header names lower case, numbers as text; the body as text. */
 export interface PlantResponse {
   readonly statusCode: number
-  /** Header names in lower case, values as sent (numbers as their text). */
   readonly headers: IncomingHttpHeaders
-  /** The body as UTF-8 text. */
   readonly body: string
-  /** The body parsed as JSON. @throws when it is not JSON. */
   json(): Record<string, unknown>
 }
 
@@ -36,16 +32,13 @@ export interface PostOptions {
   readonly t?: Pick<Test, 'same'>
   /** The client's address: the remote address with `inject`, the local one over HTTP (127.0.0.0/8). */
   readonly from?: string
-  /** Over HTTP(S): the agent to use (with the PEM to trust over HTTPS); Node's global one unless given. */
+  /** Over HTTP(S): the agent to use; Node's global one unless given. */
   readonly agent?: Agent
   /** Over HTTP(S): fail when the connection is idle this long. */
   readonly timeoutMs?: number
 }
 
-/**
- * POSTs `body` (none when `undefined`) to `/plants` of an app (`inject`) or a base URL (HTTP(S)).
- * @throws over HTTP(S) when no whole response comes (refused, reset, cut off, timed out).
- */
+/** POSTs `body` (none when `undefined`) to `/plants`. @throws over HTTP(S) when no whole response comes. */
 export async function postPlant(
   target: FastifyInstance | string,
   body?: PlantBody,
@@ -72,7 +65,7 @@ export function jsonText(value: object): string {
   )
 }
 
-/** `JSON.rawJSON` (Node 21 and later; not yet in TypeScript's library). */
+/** `JSON.rawJSON` (not yet in TypeScript's library). */
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
 
 /** Through `inject`. */
@@ -122,13 +115,7 @@ async function overHttp(
         })
       },
     )
-    sent.on('timeout', () =>
-      sent.destroy(
-        new Error(
-          `POST ${url}: no answer before the socket timed out (${options.timeoutMs ?? 'the agent default'} ms)`,
-        ),
-      ),
-    )
+    sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer within ${options.timeoutMs} ms`)))
     sent.on('error', reject)
     sent.end(payload)
   })
