@@ -1,0 +1,60 @@
+/**
+ * Exact JSON for Fastify: integers past 2^53 reach handlers as `bigint` and go back out digit for digit.
+ * README.md says what it guarantees and how to register it. @module
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import { parseJsonBody, requireIdentityUtf8 } from './body.ts'
+import { exactInt64 } from './hand-over.ts'
+import { int64Format } from './integers.ts'
+
+export { ExactJsonError, IDENTITY_ONLY, MAX_DEPTH, MAX_NUMBER_LENGTH, parseJsonBody, UTF8_ONLY } from './body.ts'
+export { exactInt64 } from './hand-over.ts'
+export { int64Format, numberOf } from './integers.ts'
+
+/** `JSON.rawJSON` (Node 21+; TC39 "JSON.parse source text access"), not yet in TypeScript's lib. */
+declare global {
+  interface JSON {
+    rawJSON(text: string): unknown
+  }
+}
+
+/** Adds the exact `int64` format to an Ajv instance (Fastify's `ajv.onCreate` or `ajv.plugins`). */
+export function addInt64Format<Ajv extends { addFormat(name: string, format: typeof int64Format): unknown }>(
+  ajv: Ajv,
+): Ajv {
+  ajv.addFormat('int64', int64Format)
+  return ajv
+}
+
+/**
+ * Fastify's `ajv` server option the plugin needs: no type coercion (it reads integer parameters itself) and
+ * the exact `int64` format, added after ajv-formats' own.
+ */
+export const ajvOptions = { customOptions: { coerceTypes: false }, onCreate: addInt64Format } as const
+
+const exactReplacer = (_key: string, value: unknown): unknown =>
+  typeof value === 'bigint' ? JSON.rawJSON(value.toString()) : value
+
+/** JSON text of `value` with every `bigint` written digit for digit (`JSON.stringify` throws on one). */
+export function stringify(value: unknown): string {
+  return JSON.stringify(value, exactReplacer)
+}
+
+async function exactJson(app: FastifyInstance): Promise<void> {
+  if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json')
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
+    try {
+      // A parser runs only for a request with a Content-Type.
+      requireIdentityUtf8(request.headers['content-type'] as string, request.headers['content-encoding'])
+      done(null, parseJsonBody(body as Buffer))
+    } catch (error) {
+      done(error as Error)
+    }
+  })
+  app.addHook('onRoute', exactInt64)
+  app.setReplySerializer(stringify)
+}
+
+/** The plugin: register it before the routes it serves, with {@link ajvOptions} in Fastify's options. */
+export default fp(exactJson, { name: 'exact-json', fastify: '5.x' })

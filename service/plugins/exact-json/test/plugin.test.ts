@@ -1,0 +1,168 @@
+/**
+ * The plugin in a bare Fastify app with a schema of its own: ids past 2^53 in and out exactly, integer
+ * parameters read before the route's own hooks, the 415s and 400s with Fastify's own error handler.
+ *
+ * @module
+ */
+import Fastify, { type FastifyRequest } from 'fastify'
+import t, { type Test } from 'tap'
+import exactJson, { addInt64Format, ajvOptions, IDENTITY_ONLY, int64Format, stringify, UTF8_ONLY } from '../index.ts'
+
+const int64 = { type: 'integer', format: 'int64' } as const
+
+type Order = FastifyRequest<{
+  Params: { shop: bigint }
+  Querystring: { page?: number }
+  Body: { id: bigint; note?: null; parent?: { child: bigint } | null; lines?: bigint[] }
+}>
+
+async function orders(t: Test) {
+  const app = Fastify({ ajv: ajvOptions })
+  t.teardown(() => app.close())
+  await app.register(exactJson)
+  const seen: string[] = []
+  app.post(
+    '/shops/:shop/orders',
+    {
+      schema: {
+        params: { type: 'object', properties: { shop: int64 } },
+        querystring: { type: 'object', properties: { page: { type: 'integer', minimum: 1 } } },
+        body: {
+          type: 'object',
+          required: ['id'],
+          properties: {
+            id: int64,
+            note: { type: 'null' },
+            parent: { type: ['object', 'null'], properties: { child: int64 } },
+            lines: { type: 'array', items: int64 },
+          },
+        },
+        response: { 200: { type: 'object', properties: { shop: int64, id: int64, next: int64, child: int64 } } },
+      },
+      // The route's own: it sees the parameters already read as numbers.
+      preValidation: async (request: Order) =>
+        void seen.push(`${typeof request.params.shop}/${typeof request.query.page}`),
+    },
+    async ({ params, body }: Order) => ({
+      shop: params.shop,
+      id: body.id,
+      next: body.id + 1n,
+      child: body.parent?.child,
+    }),
+  )
+  app.get('/unschemed', async () => ({ big: 2n ** 64n, small: 1n, list: [-(2n ** 63n)] }))
+  return { app, seen }
+}
+
+const post = (
+  app: Awaited<ReturnType<typeof orders>>['app'],
+  payload: string,
+  headers = {},
+  url = '/shops/9007199254740993/orders?page=2',
+) => app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } })
+
+t.test('an id past 2^53 reaches the handler as its bigint and goes back out digit for digit', async (t) => {
+  const { app, seen } = await orders(t)
+  const response = await post(
+    app,
+    '{"id":9223372036854775807,"parent":{"child":-9007199254740993},"lines":[9007199254740993]}',
+  )
+  t.equal(response.statusCode, 200)
+  t.equal(
+    response.body,
+    '{"shop":9007199254740993,"id":9223372036854775807,"next":9223372036854775808,"child":-9007199254740993}',
+  )
+  t.strictSame(seen, ['number/number'], "the route's own preValidation sees integer parameters as numbers")
+})
+
+t.test(
+  'null beside an id past 2^53, and an absent or null parent of a nested int64, are left as they are',
+  async (t) => {
+    const { app } = await orders(t)
+    for (const payload of [
+      '{"id":9007199254740993,"note":null}',
+      '{"id":9007199254740993,"parent":null}',
+      '{"id":9007199254740993}',
+      '{"note":null,"id":9007199254740993,"lines":[]}',
+    ]) {
+      const response = await post(app, payload)
+      t.strictSame(
+        [response.statusCode, response.json()],
+        [200, { shop: 9007199254740992, id: 9007199254740992, next: 9007199254740994 }],
+        payload,
+      )
+      t.match(response.body, /"id":9007199254740993,"next":9007199254740994}$/, payload)
+    }
+  },
+)
+
+t.test('parameters: a plain decimal integer is read, anything else is refused by validation', async (t) => {
+  const { app, seen } = await orders(t)
+  t.equal((await post(app, '{"id":1}', {}, '/shops/1/orders')).statusCode, 200)
+  for (const url of [
+    '/shops/1.0/orders',
+    '/shops/1e3/orders',
+    '/shops/01/orders',
+    '/shops/1/orders?page=2.0',
+    '/shops/9223372036854775808/orders',
+  ]) {
+    const response = await post(app, '{"id":1}', {}, url)
+    t.equal(response.statusCode, 400, url)
+  }
+  t.strictSame(seen.slice(0, 2), ['number/undefined', 'string/undefined'], 'a refused one stays a string')
+})
+
+t.test("415s and 400s through Fastify's own error handler", async (t) => {
+  const { app } = await orders(t)
+  const gzip = await post(app, '{"id":1}', { 'content-encoding': 'gzip' })
+  t.strictSame(
+    [gzip.statusCode, gzip.json().message, gzip.headers['accept-encoding']],
+    [415, IDENTITY_ONLY, 'identity'],
+  )
+  const latin1 = await post(app, '{"id":1}', { 'content-type': 'application/json; charset=latin1' })
+  t.strictSame([latin1.statusCode, latin1.json().message], [415, UTF8_ONLY])
+  const identity = await post(app, '{"id":1}', { 'content-encoding': 'identity' })
+  t.equal(identity.statusCode, 200, 'identity is no coding')
+  const duplicate = await post(app, '{"id":1,"id":2}')
+  t.strictSame([duplicate.statusCode, duplicate.json().code], [400, 'EXACT_JSON_INVALID_BODY'])
+})
+
+t.test('schemaless replies are serialized exactly; the serializer and the format stand alone', async (t) => {
+  const { app } = await orders(t)
+  t.equal(
+    (await app.inject({ url: '/unschemed' })).body,
+    '{"big":18446744073709551616,"small":1,"list":[-9223372036854775808]}',
+  )
+  t.equal(stringify({ a: [1n, 'x', null], b: 2.5 }), '{"a":[1,"x",null],"b":2.5}')
+  const formats: Record<string, unknown> = {}
+  const ajv = { addFormat: (name: string, format: unknown) => void (formats[name] = format) }
+  t.equal(addInt64Format(ajv), ajv)
+  t.strictSame(formats, { int64: int64Format })
+  t.strictSame(ajvOptions.customOptions, { coerceTypes: false })
+})
+
+t.test('it replaces a JSON parser, or adds one where there is none, and leaves other media types alone', async (t) => {
+  const app = Fastify()
+  t.teardown(() => app.close())
+  app.removeAllContentTypeParsers()
+  await app.register(exactJson)
+  app.post('/', async (request) => ({ type: typeof (request.body as { id: unknown }).id }))
+  const response = await app.inject({
+    method: 'POST',
+    url: '/',
+    payload: '{"id":9007199254740993}',
+    headers: { 'content-type': 'application/json' },
+  })
+  t.strictSame(response.json(), { type: 'number' }, 'no schema: validated as the nearest double')
+  const plain = await app.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } })
+  t.equal(plain.statusCode, 415)
+
+  const withText = Fastify()
+  t.teardown(() => withText.close())
+  await withText.register(exactJson)
+  withText.post('/', async (request) => request.body)
+  t.equal(
+    (await withText.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } })).body,
+    'x',
+  )
+})
