@@ -1,6 +1,7 @@
-/** Authentication: glue's security class, and the refusal of a token in the URL. @module */
+/** The security class, one method per security scheme of openapi.yaml; and the refusal of a token in the URL. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError, UnauthorizedError } from '../errors.ts'
+import type { RouteLimits } from '../plugins/protection.ts'
 
 type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
 
@@ -9,29 +10,41 @@ const REALM = 'plant-store'
 
 const bearerScheme = /^bearer /i
 
-/** glue's security class: one method per security scheme of openapi.yaml. */
+/** fastify-openapi-glue's `securityHandlers`: each method accepts a request or throws. */
 export class Security {
-  private readonly verifyBearerAuth: VerifyBearerAuth
+  readonly #verifyBearerAuth: VerifyBearerAuth
+  readonly #limits: RouteLimits
 
-  /** @param verifyBearerAuth - @fastify/bearer-auth's check: constant-time, scheme case-insensitive (RFC 9110 §11.1). */
-  constructor(verifyBearerAuth: VerifyBearerAuth) {
-    this.verifyBearerAuth = verifyBearerAuth
+  /**
+   * @param verifyBearerAuth - @fastify/bearer-auth's check: constant-time, scheme case-insensitive (RFC 9110 §11.1).
+   * @param limits - the failed-authentication budget per address, and each token's budget.
+   */
+  constructor(verifyBearerAuth: VerifyBearerAuth, limits: RouteLimits) {
+    this.#verifyBearerAuth = verifyBearerAuth
+    this.#limits = limits
   }
 
-  /** @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge; `invalid_token` when a bearer token was sent. */
-  bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.verifyBearerAuth(request, reply, (failure) => {
-        if (failure === undefined) resolve()
-        else reject(new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? '')))
-      })
-    })
+  /**
+   * The `bearerAuth` scheme (RFC 6750).
+   * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge; `invalid_token` when a bearer token was sent.
+   * @throws {HttpError} 429 past the address's budget of failures, or the token's budget.
+   */
+  async bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const accepted = await new Promise<boolean>((resolve) =>
+      this.#verifyBearerAuth(request, reply, (failure) => resolve(failure === undefined)),
+    )
+    if (!accepted) {
+      await this.#limits.countFailedAuthentication?.(request)
+      throw new UnauthorizedError(REALM, bearerScheme.test(request.headers.authorization ?? ''))
+    }
+    await this.#limits.limitToken?.(request, reply)
   }
 }
 
 /** Refuses `access_token` in the query (RFC 6750 §2.3 allows it, but URLs get logged). @throws {HttpError} 400 (RFC 6750 §3.1). */
 export function refuseTokenInQuery(request: FastifyRequest): void {
-  if (Object.hasOwn(request.query as object, 'access_token')) {
+  const query = request.query
+  if (typeof query === 'object' && query !== null && Object.hasOwn(query, 'access_token')) {
     throw new HttpError(
       400,
       'invalid_request: send the bearer token in the Authorization header, never in the URL (RFC 6750 §2.3)',

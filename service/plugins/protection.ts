@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
 import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
-import type { FastifyInstance, FastifyRequest, onRequestAsyncHookHandler } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet from 'helmet'
 import { clientAddress } from '../client-address.ts'
@@ -39,8 +39,8 @@ export type ProtectionConfig = Pick<
 
 /** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis when configured. */
 export interface RouteLimits {
-  /** Per-token limit, run after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). */
-  readonly limitToken: onRequestAsyncHookHandler | undefined
+  /** Per-token limit, run after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). @throws {Error} 429 past it. */
+  readonly limitToken: ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
   /** Counts a failed authentication per address (a valid token is never refused); `undefined` when off. @throws {HttpError} 429 past the budget. */
   readonly countFailedAuthentication: ((request: FastifyRequest) => Promise<void>) | undefined
 }
@@ -142,13 +142,7 @@ async function protection(
     addHeadersOnExceeding: { 'x-ratelimit-limit': false, 'x-ratelimit-remaining': false, 'x-ratelimit-reset': false },
   })
   app.decorate('limits', {
-    limitToken:
-      config.rateLimitMax === 0
-        ? undefined
-        : named(
-            'limitToken',
-            app.rateLimit({ max: config.rateLimitMax, timeWindow: config.rateLimitWindowMs, keyGenerator: tokenKey }),
-          ),
+    limitToken: config.rateLimitMax === 0 ? undefined : tokenLimit(app, config),
     countFailedAuthentication:
       config.authFailureLimitMax === 0
         ? undefined
@@ -164,9 +158,15 @@ async function protection(
 
 export default fp(protection, { name: 'protection' })
 
-/** `hook`, named as `printRoutes` shows it. */
-function named<Hook extends (...args: never[]) => unknown>(name: string, hook: Hook): Hook {
-  return Object.defineProperty(hook, 'name', { value: name })
+function tokenLimit(app: FastifyInstance, config: ProtectionConfig): NonNullable<RouteLimits['limitToken']> {
+  const limit = app.rateLimit({
+    max: config.rateLimitMax,
+    timeWindow: config.rateLimitWindowMs,
+    keyGenerator: tokenKey,
+  })
+  return async (request, reply) => {
+    await limit.call(app, request, reply)
+  }
 }
 
 function failureLimit(
@@ -191,9 +191,9 @@ function addressKey(request: FastifyRequest): string {
 
 const tokenKeys = new Map<string, string>()
 
-/** The token's hash, so no token is kept in Redis; memoised, as only configured tokens get here. */
+/** The token's hash, so no token is kept in Redis; memoised, as only configured tokens get here (after bearerAuth). */
 function tokenKey(request: FastifyRequest): string {
-  const token = (request.headers.authorization as string).slice('bearer '.length).trim()
+  const token = String(request.headers.authorization).slice('bearer '.length).trim()
   let key = tokenKeys.get(token)
   if (key === undefined) tokenKeys.set(token, (key = createHash('sha256').update(token).digest('base64url')))
   return key

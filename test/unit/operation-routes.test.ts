@@ -1,121 +1,136 @@
 /**
- * Unit tests of the route options each operation gets from the contract
- * (service/operations/routes.ts): security requirements, required bodies, and 405 for the
- * methods a path has no operation for, on a bare Fastify instance.
+ * Unit tests of what the operations add to glue's routes (service/operations/index.ts): its
+ * security run before the body is read, and required bodies, on a bare Fastify instance
+ * with fastify-openapi-glue.
  *
  * @module
  */
 import Fastify from 'fastify'
+import openapiGlue from 'fastify-openapi-glue'
 import t from 'tap'
-import type { OpenApiDocument } from '../../service/contract.ts'
-import { errorHandler, HttpError } from '../../service/errors.ts'
-import { addMethodNotAllowed, authentication, requiredBody } from '../../service/operations/routes.ts'
+import { createApp } from '../../service/app.ts'
+import { loadContractReadings, type OpenApiDocument } from '../../service/contract.ts'
+import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.ts'
+import { authenticateBeforeBody, operationSets } from '../../service/operations/index.ts'
+import { PlantService } from '../../service/operations/plant-service.ts'
+import { freshStore, testConfig } from '../helpers/app.ts'
 
+/** A contract of one operation, POST /x `op` with a required body, under `security`; schemes a, b and c. */
 const contract = (security?: OpenApiDocument['security']): OpenApiDocument => ({
   openapi: '3.1.0',
   info: { title: 'x', version: '1' },
-  paths: {},
+  paths: {
+    '/x': {
+      post: {
+        operationId: 'op',
+        requestBody: {
+          required: true,
+          content: { 'application/json': { schema: { type: 'object', required: ['n'], properties: { n: {} } } } },
+        },
+        responses: { 200: { description: 'done' } },
+      },
+    },
+  },
+  components: { securitySchemes: { a: bearer, b: bearer, c: bearer } },
   security,
 })
+const bearer = { type: 'http', scheme: 'bearer' } as const
+const accept = async () => {}
 const refuse = (status: number) => async () => {
   throw new HttpError(status, `refused ${status}`)
 }
-const noLimits = { limitToken: undefined, countFailedAuthentication: undefined }
 
-/** An app with one POST route guarded by `authentication(...)`. */
-async function guarded(hooks: ReturnType<typeof authentication>) {
+/** glue over `contract(security)` with `securityHandlers`, its security moved by authenticateBeforeBody; counts bodies parsed. */
+async function glued(security: OpenApiDocument['security'], securityHandlers: object) {
   const app = Fastify()
-  app.setErrorHandler(errorHandler)
-  app.post('/x', { onRequest: hooks }, async () => ({ ok: true }))
-  return app
+  const parsed = { bodies: 0, handedOver: 0 }
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
+    parsed.bodies++
+    done(null, JSON.parse(String(body)))
+  })
+  // As a plugin's onRoute hook before the operations' would (exact-json's hand-over): after glue's security.
+  app.addHook('onRoute', (route) => {
+    route.preHandler = [route.preHandler ?? [], async () => void parsed.handedOver++].flat()
+  })
+  const specification = contract(security)
+  await app.register(async (routes) => {
+    const sets = operationSets(specification)
+    routes.addHook('onRoute', (route) => authenticateBeforeBody(route, sets))
+    await routes.register(openapiGlue, {
+      specification,
+      serviceHandlers: { op: async () => ({ ok: true }) },
+      securityHandlers,
+    })
+  })
+  const post = (payload?: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
+    app.inject({ method: 'POST', url: '/x', headers, payload })
+  return { post, parsed }
 }
 
 t.test(
-  'an operation passes when every scheme of one requirement accepts it; the first failure is answered',
+  "glue's AND/OR of requirements: one requirement whose every scheme accepts; else the first failure is answered",
   async (t) => {
-    const accept = async () => {}
-    const hooks = authentication(
-      contract([{ a: [], b: [] }, { c: [] }]),
-      { operationId: 'op', responses: {} },
-      { a: accept, b: refuse(401), c: refuse(403) },
-      noLimits,
-    )
-    t.equal(
-      (await (await guarded(hooks)).inject({ method: 'POST', url: '/x' })).statusCode,
-      401,
-      'neither requirement is met: the first failure',
-    )
-    const either = authentication(
-      contract([{ a: [], b: [] }, { c: [] }]),
-      { operationId: 'op', responses: {} },
-      { a: accept, b: refuse(401), c: accept },
-      noLimits,
-    )
-    t.equal(
-      (await (await guarded(either)).inject({ method: 'POST', url: '/x' })).statusCode,
-      200,
-      'the second requirement is met',
-    )
+    const requirements: OpenApiDocument['security'] = [{ a: [], b: [] }, { c: [] }]
+    const neither = await glued(requirements, { a: accept, b: refuse(401), c: refuse(403) })
+    t.match(await neither.post('{"n":1}'), { statusCode: 401, body: /refused 401/ }, 'the first failure, unwrapped')
+    const either = await glued(requirements, { a: accept, b: refuse(401), c: accept })
+    t.equal((await either.post('{"n":1}')).statusCode, 200, 'the second requirement is met')
   },
 )
 
-t.test('no requirement, or an empty one, makes an operation public; an unknown scheme fails at start-up', async (t) => {
+t.test('authentication comes before the body is read: a bad body unauthenticated is 401, never parsed', async (t) => {
+  const app = await glued([{ a: [] }], { a: refuse(401) })
+  for (const payload of ['{"n":', '{}', '{"n":1}']) t.equal((await app.post(payload)).statusCode, 401, payload)
+  t.same(app.parsed, { bodies: 0, handedOver: 0 }, 'no body parsed')
+  const open = await glued([{ a: [] }], { a: accept })
+  t.equal((await open.post('{}')).statusCode, 400, 'authenticated, it is validated')
+})
+
+t.test('no requirement, or an empty one, makes an operation public', async (t) => {
   for (const security of [undefined, [], [{}, { a: [] }]] as Array<OpenApiDocument['security']>) {
-    const hooks = authentication(contract(security), { operationId: 'op', responses: {} }, { a: refuse(401) }, noLimits)
-    t.equal(
-      (await (await guarded(hooks)).inject({ method: 'POST', url: '/x' })).statusCode,
-      200,
-      JSON.stringify(security),
-    )
+    const app = await glued(security, { a: refuse(401), b: refuse(401), c: refuse(401) })
+    t.equal((await app.post('{"n":1}')).statusCode, 200, JSON.stringify(security))
+    t.equal(app.parsed.handedOver, 1, "another plugin's preHandler stays one")
   }
-  t.throws(
-    () => authentication(contract([{ missing: [] }]), { operationId: 'op', responses: {} }, {}, noLimits),
-    /No security handler for the scheme missing of op/,
-  )
 })
 
-t.test('a required body is 415 when missing; an optional one is not checked', async (t) => {
-  t.same(requiredBody({ responses: {} }), [])
-  t.same(requiredBody({ responses: {}, requestBody: { content: {} } }), [])
-  const app = Fastify()
-  app.setErrorHandler(errorHandler)
-  app.post(
-    '/x',
-    { preValidation: requiredBody({ responses: {}, requestBody: { required: true, content: {} } }) },
-    async () => ({ ok: true }),
-  )
-  t.equal((await app.inject({ method: 'POST', url: '/x' })).statusCode, 415)
-  t.equal((await app.inject({ method: 'POST', url: '/x', payload: { a: 1 } })).statusCode, 200)
+t.test('a required body without Content-Type is 415 once authenticated, before any body is read', async (t) => {
+  const app = await glued([{ a: [] }], { a: accept })
+  t.match(await app.post(undefined, {}), { statusCode: 415, body: new RegExp(UNSUPPORTED_MEDIA_TYPE) }, 'no body')
+  t.equal((await app.post('{"n":1}', {})).statusCode, 415, 'a body without its media type')
+  const refusing = await glued([{ a: [] }], { a: refuse(401) })
+  t.equal((await refusing.post(undefined, {})).statusCode, 401, 'unauthenticated first')
 })
 
-t.test(
-  '405 for every method a contract path has no operation for, Allow listing those it has; HEAD goes with GET',
-  async (t) => {
-    const app = Fastify()
-    app.setErrorHandler(errorHandler)
-    const operation = (operationId: string) => ({ operationId, responses: {} })
-    addMethodNotAllowed(app, {
-      openapi: '3.1.0',
-      info: { title: 'routes', version: '1' },
-      paths: {
-        '/things/{id}': { get: operation('getThing'), delete: operation('deleteThing'), summary: 'not a method' },
+t.test('which operations glue guards, and which need a body, from the contract', async (t) => {
+  const operation = (operationId: string, more = {}) => ({ operationId, responses: {}, ...more })
+  const sets = operationSets({
+    ...contract([{ a: [] }]),
+    paths: {
+      '/y': {
+        summary: 'not an operation',
+        get: operation('inherits'),
+        put: operation('public', { security: [], requestBody: { content: {} } }),
+        post: operation('own', { security: [{ b: [] }], requestBody: { required: true, content: {} } }),
       },
-    })
-    for (const method of ['POST', 'PUT', 'PATCH', 'OPTIONS'] as const) {
-      const response = await app.inject({ method, url: '/things/7' })
-      t.equal(response.statusCode, 405, method)
-      t.equal(response.headers.allow, 'DELETE, GET, HEAD')
-      t.strictSame(response.json(), {
-        error: 405,
-        message: 'Method not allowed; /things/{id} allows DELETE, GET, HEAD',
-      })
-    }
-    for (const method of ['GET', 'HEAD', 'DELETE'] as const) {
-      t.equal(
-        (await app.inject({ method, url: '/things/7' })).statusCode,
-        404,
-        `${method}: left to the operation's route`,
-      )
-    }
-  },
-)
+    },
+  })
+  t.same(sets, { guarded: new Set(['inherits', 'own']), bodyRequired: new Set(['own']) })
+})
+
+t.test('a scheme of the contract without a method of the security class fails at start-up', async (t) => {
+  const { document, exact } = loadContractReadings()
+  const components = {
+    ...document.components,
+    securitySchemes: { ...document.components?.securitySchemes, apiKey: bearer },
+  }
+  await t.rejects(
+    createApp(testConfig(await freshStore(t)), false, {
+      contract: { ...document, components },
+      documented: exact,
+      service: (parts) => new PlantService(parts),
+    }),
+    /No security handler for the scheme apiKey/,
+  )
+})
