@@ -9,13 +9,15 @@ import {
   sql,
 } from 'kysely'
 import type { StoreSchema } from './schema.ts'
-import type { Store, StoreOptions } from './store.ts'
+import { type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
+import { unavailableAs } from './unavailable.ts'
 
 /** Past `statement_timeout`, so a reachable server cancels first (57014) and the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
 
 /** SQLSTATE classes 08 and 53, 57P01–57P03 and 57014 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
 function isPostgresUnavailable(error: unknown): boolean {
+  if (error instanceof StoreUnavailableError) return true
   const code = (error as { code?: unknown }).code
   if (typeof code === 'string' && /^(08|53|57P0[1-3]|57014)/.test(code)) return true
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true
@@ -30,22 +32,25 @@ const PG_UNAVAILABLE =
 /** Connects on first use; a statement unanswered past `query_timeout` fails as unavailable and its connection is destroyed. */
 export function openPostgres(options: StoreOptions): Store {
   const db = new Kysely<StoreSchema>({
-    dialect: new PostgresDialect({
-      pool: async () => {
-        const { default: pg } = await import('pg')
-        const pool = new pg.Pool({
-          connectionString: options.databaseUrl,
-          max: options.databasePoolSize,
-          statement_timeout: options.databaseStatementTimeoutMs,
-          query_timeout: options.databaseStatementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
-          connectionTimeoutMillis: options.databaseConnectTimeoutMs,
-        })
-        // Unheard, a dropped connection's 'error' would crash the process.
-        pool.on('error', options.onConnectionError)
-        pool.on('connect', (client) => client.on('error', options.onConnectionError))
-        return discardingBroken(pool, (error) => error instanceof pg.DatabaseError)
-      },
-    }),
+    dialect: unavailableAs(
+      new PostgresDialect({
+        pool: async () => {
+          const { default: pg } = await import('pg')
+          const pool = new pg.Pool({
+            connectionString: options.databaseUrl,
+            max: options.databasePoolSize,
+            statement_timeout: options.databaseStatementTimeoutMs,
+            query_timeout: options.databaseStatementTimeoutMs + QUERY_TIMEOUT_MARGIN_MS,
+            connectionTimeoutMillis: options.databaseConnectTimeoutMs,
+          })
+          // Unheard, a dropped connection's 'error' would crash the process.
+          pool.on('error', options.onConnectionError)
+          pool.on('connect', (client) => client.on('error', options.onConnectionError))
+          return discardingBroken(pool, (error) => error instanceof pg.DatabaseError)
+        },
+      }),
+      isPostgresUnavailable,
+    ),
   })
   return {
     db,

@@ -35,11 +35,9 @@ export class SqliteWorkerDialect implements Dialect {
   createQueryCompiler = () => new SqliteQueryCompiler()
 }
 
-/** One connection, lent to one user at a time: a transaction's statements never interleave with others'. */
+/** One connection: Kysely lends it to one user at a time (SQLite's adapter), so a transaction is never interleaved. */
 class SqliteWorkerDriver implements Driver {
   private readonly connection: WorkerConnection
-  private queue: Promise<void> = Promise.resolve()
-  private release: (() => void) | undefined
 
   constructor(connection: WorkerConnection) {
     this.connection = connection
@@ -48,11 +46,6 @@ class SqliteWorkerDriver implements Driver {
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<DatabaseConnection> {
-    const previous = this.queue
-    let release!: () => void
-    this.queue = new Promise((resolve) => (release = resolve))
-    await previous
-    this.release = release
     return this.connection
   }
 
@@ -68,9 +61,7 @@ class SqliteWorkerDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw('rollback'))
   }
 
-  async releaseConnection(): Promise<void> {
-    this.release?.()
-  }
+  async releaseConnection(): Promise<void> {}
 
   destroy(): Promise<void> {
     return this.connection.close()
@@ -95,7 +86,6 @@ class WorkerConnection implements DatabaseConnection {
   }
 
   executeQuery<R>({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.closed) return Promise.reject(new StoreUnavailableError('The store is closed'))
     const worker = (this.worker ??= this.start())
     return new Promise((resolve, reject) => {
       const id = this.nextId++

@@ -95,7 +95,7 @@ export function openSqlite(options: StoreOptions): Store {
     SQLITE_BUSY.has((error as { code?: string }).code ?? '') ||
     isDiskFailure(error)
   const dialect = new SqliteWorkerDialect({
-    startWorker: () => new Worker(WORKER_URL, { workerData: { file, busyTimeoutMs: BUSY_TIMEOUT_MS } as WorkerData }),
+    startWorker: () => startSqliteWorker(file),
     onResult: (wrote, error) => {
       if (wrote) disk.wrote()
       /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
@@ -115,6 +115,11 @@ export function openSqlite(options: StoreOptions): Store {
     migrationSchema: () => Promise.resolve(undefined),
     close: () => db.destroy(),
   }
+}
+
+/** A worker owning a connection to `file`, which must be usable; see {@link SqliteWorkerDialect}. */
+export function startSqliteWorker(file: string): Worker {
+  return new Worker(WORKER_URL, { workerData: { file, busyTimeoutMs: BUSY_TIMEOUT_MS } satisfies WorkerData })
 }
 
 /** Checks write access first (SQLite would open the file read-only, and fail later), then opens it once and closes it. */

@@ -2,7 +2,7 @@
 import type { DatabaseConnection, Dialect, Driver } from 'kysely'
 import { StoreUnavailableError } from './store.ts'
 
-/** `dialect`, whose failures that `isUnavailable` accepts reject with {@link StoreUnavailableError} (the cause kept). */
+/** `dialect`, whose failures that `isUnavailable` accepts reject with {@link StoreUnavailableError}, naming the cause. */
 export function unavailableAs(dialect: Dialect, isUnavailable: (error: unknown) => boolean): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),
@@ -18,7 +18,7 @@ function mappingDriver(driver: Driver, isUnavailable: (error: unknown) => boolea
       return await work()
     } catch (error) {
       if (error instanceof StoreUnavailableError || !isUnavailable(error)) throw error
-      throw new StoreUnavailableError('The store is unavailable', { cause: error })
+      throw new StoreUnavailableError(`The store is unavailable (${(error as Error).message})`, { cause: error })
     }
   }
   // The driver is given back its own connections.

@@ -1,10 +1,19 @@
-/** The store below the repository: which failures count as "unavailable" (503) in each dialect; migrations up, down, and failing. */
+/**
+ * The store below the repository: which failures count as "unavailable" (503) in each dialect, and that any query
+ * then rejects with StoreUnavailableError; the embedded store's worker thread (a lock is waited for there, never on
+ * the event loop; a crash is an outage, not the process's end); migrations up, down, and failing.
+ */
 import { join } from 'node:path'
+import { Worker } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
+import { Kysely, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import t from 'tap'
 import { openStore } from '../../service/store/database.ts'
-import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import { PlantRepository } from '../../service/store/plant-repository.ts'
+import { BUSY_TIMEOUT_MS, SQLITE_FILE, startSqliteWorker } from '../../service/store/sqlite.ts'
+import { SqliteWorkerDialect } from '../../service/store/sqlite-worker-dialect.ts'
+import { StoreUnavailableError } from '../../service/store/store.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
 import { POSTGRES_URL, storeOptions } from '../helpers/app.ts'
@@ -90,4 +99,135 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
     name: 'MigrationError',
     message: /^Migration failed: table "?plant"? already exists/,
   })
+})
+
+t.test(
+  'SQLite: any query while another process holds the write lock waits on the worker, the event loop turning, then rejects with StoreUnavailableError',
+  async (t) => {
+    const dataDir = t.testdir()
+    const store = openStore(storeOptions({ dataDir }))
+    t.teardown(() => store.close())
+    await migrateToLatest(store)
+    const holder = new SQLite(join(dataDir, SQLITE_FILE))
+    holder.exec('begin immediate')
+    let ticks = 0
+    const timer = setInterval(() => ticks++, 10)
+    const started = Date.now()
+    const error = await store.db
+      .insertInto('plant')
+      .values({ id: 1n, name: 'locked out', tag: null })
+      .execute()
+      .catch((error: unknown) => error)
+    const waited = Date.now() - started
+    clearInterval(timer)
+    holder.exec('rollback')
+    holder.close()
+    t.type(error, StoreUnavailableError)
+    t.match(error, { message: 'The store is unavailable (database is locked)', cause: { code: 'SQLITE_BUSY' } })
+    t.ok(store.isUnavailable(error))
+    t.ok(waited >= BUSY_TIMEOUT_MS - 100, `SQLite waited for the lock (${waited} ms)`)
+    t.ok(ticks >= BUSY_TIMEOUT_MS / 10 / 4, `the event loop kept turning meanwhile (${ticks} ticks of 10 ms)`)
+    const other = await sql`select * from nowhere`.execute(store.db).catch((error: unknown) => error)
+    t.notOk(other instanceof StoreUnavailableError, 'an error of the query itself is left as it is')
+    t.match(other, { message: 'no such table: nowhere', code: 'SQLITE_ERROR' })
+    t.match(
+      await new PlantRepository(store).saveAll([{ id: 2n ** 63n - 1n, name: 'after', tag: null }]),
+      [{ status: 'created', stored: { id: 2n ** 63n - 1n } }],
+      'writes again once released, the id exact',
+    )
+  },
+)
+
+t.test('PostgreSQL: a server that cannot be reached rejects any query with StoreUnavailableError', async (t) => {
+  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: 'postgres://nobody@127.0.0.1:1/none' }))
+  t.teardown(() => store.close())
+  const error = await sql`select 1`.execute(store.db).catch((error: unknown) => error)
+  t.type(error, StoreUnavailableError)
+  t.match(error, { message: /^The store is unavailable \(.*ECONNREFUSED/, cause: { code: 'ECONNREFUSED' } })
+  t.ok(store.isUnavailable(error))
+})
+
+t.test(
+  "the embedded store's worker: one that exits or fails rejects its pending queries with StoreUnavailableError and is reported; the next query starts another",
+  async (t) => {
+    const file = join(t.testdir(), SQLITE_FILE)
+    // A worker that never answers (then terminated), one that fails at once, then the real one.
+    const workers = [
+      () => new Worker('setInterval(() => {}, 1000)', { eval: true }),
+      () => new Worker('throw new Error("boom")', { eval: true }),
+      () => startSqliteWorker(file),
+    ]
+    const started: Worker[] = []
+    const gone: Error[] = []
+    const db = new Kysely<Record<string, never>>({
+      dialect: new SqliteWorkerDialect({
+        startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
+        onWorkerGone: (error) => gone.push(error),
+      }),
+    })
+    t.teardown(() => db.destroy())
+    const silent = sql`select 1`.execute(db)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    await started[0]!.terminate()
+    await t.rejects(silent, { name: 'StoreUnavailableError', message: "The store's worker stopped" })
+    await t.rejects(sql`select 1`.execute(db), {
+      name: 'StoreUnavailableError',
+      cause: { message: 'boom' },
+    })
+    t.match(gone, [{ message: /^The store's worker exited with code \d+$/ }, { message: 'boom' }], 'each reported once')
+    t.same((await sql<{ one: bigint }>`select 1 as one`.execute(db)).rows, [{ one: 1n }], 'a new worker answers')
+    t.equal(started.length, 3)
+    await db.destroy()
+    t.equal(gone.length, 2, 'a close is not reported as a failure')
+    const failed = new Kysely<Record<string, never>>({
+      dialect: new SqliteWorkerDialect({ startWorker: workers[1]! }),
+    })
+    await t.rejects(sql`select 1`.execute(failed), { name: 'StoreUnavailableError' })
+    await failed.destroy()
+    t.pass('a store whose worker is gone closes at once')
+  },
+)
+
+t.test(
+  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries; no streaming',
+  async (t) => {
+    const store = openStore(storeOptions({ dataDir: t.testdir() }))
+    t.teardown(() => store.close())
+    await migrateToLatest(store)
+    const insert = (db: typeof store.db, id: bigint) =>
+      db
+        .insertInto('plant')
+        .values({ id, name: `plant ${id}`, tag: null })
+        .execute()
+    const ids = async () => (await store.db.selectFrom('plant').select('id').execute()).map((row) => row.id)
+    let outside: Promise<unknown> = Promise.resolve()
+    await store.db.transaction().execute(async (trx) => {
+      await insert(trx, 1n)
+      // Queued behind the transaction: it sees the committed row, not a half-done one.
+      outside = ids()
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      await insert(trx, 2n)
+    })
+    t.same(await outside, [1n, 2n], 'a query issued mid-transaction ran after it')
+    await t.rejects(
+      store.db.transaction().execute(async (trx) => {
+        await insert(trx, 3n)
+        throw new Error('changed my mind')
+      }),
+      { message: 'changed my mind' },
+    )
+    t.same(await ids(), [1n, 2n], 'the rolled-back row is not stored')
+    await t.rejects(
+      (async () => {
+        for await (const row of store.db.selectFrom('plant').selectAll().stream()) t.fail(`streamed ${String(row)}`)
+      })(),
+      { message: 'The embedded store does not stream queries' },
+    )
+  },
+)
+
+t.test('a store that was never queried closes at once', async (t) => {
+  const store = openStore(storeOptions({ dataDir: t.testdir() }))
+  await store.close()
+  t.pass('closed without a worker')
 })
