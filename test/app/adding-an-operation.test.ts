@@ -1,33 +1,40 @@
 /**
- * docs/adding-an-operation.md, followed as written. Every code block the page places in
- * a file (its info string: ```<language> <file> [end of <place>]```) is added to a copy of
- * the project, which then gets what the page says to run: the generator, Redocly, the
- * compatibility check and a type check. The page's own test of the new operation runs
- * in the copy, and so do the checks of what the page says follows by itself. The
- * project's own files are not touched.
- *
- * The copy is outside the project, so the coverage of the project's code counts none
- * of it.
+ * docs/adding-an-operation.md, followed as written on a copy of the project (its files but node_modules, which is
+ * linked). Every code block the page places in a file (its info string: ```<language> <file> [end of <place>]```)
+ * goes in the copy unless the project has it already, as a user who applied the page has; then what the page says to
+ * run: `npm run generate`, Redocly, `npm run test:checks` and a type check. The page's own test of the new operation
+ * runs in the copy, and so do the checks of what the page says follows by itself and of the files it says change.
+ * The project's own files are not touched, and the coverage of its code counts none of the copy's.
  *
  * @module
  */
 import { execFile } from 'node:child_process'
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs'
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs'
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
-import { parse } from 'yaml'
+import { parse, parseDocument } from 'yaml'
 import type * as AppHelpers from '../helpers/app.ts'
-import { GATEWAY_PREFIX, NGINX_DIR } from '../helpers/nginx.ts'
+import { NGINX_DIR } from '../helpers/nginx.ts'
 import type * as PostHelpers from '../helpers/post-plant.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const PAGE = 'docs/adding-an-operation.md'
-/** What the project's copy holds besides node_modules: what the generator, the checks, the service and its test helpers need. */
-const COPIED = ['openapi.yaml', 'package.json', 'tsconfig.json', 'redocly.yaml', 'api', 'service', 'test/helpers']
+/** What the copy leaves out: installed, built or written by runs. */
+const NOT_COPIED = new Set(['node_modules', '.git', '.tap', 'dist', 'artifacts', 'coverage', 'tsconfig.check.json'])
 
-/** A code block of the page that goes in a file: a new one, or at the end of `place` (`class <Name>`, or a top-level key of a YAML file). */
+/** A code block of the page that goes in a file: a new one, or at the end of `place` (`class <Name>`, or `paths`). */
 interface Block {
   readonly file: string
   readonly place: string | undefined
@@ -43,30 +50,85 @@ function placedBlocks(markdown: string): Block[] {
   }))
 }
 
+/** The paths the page's list under "The files that change" names. */
+function listedFiles(markdown: string): string[] {
+  const section = /^## The files that change\n([\s\S]*?)^## /m.exec(markdown)?.[1] ?? ''
+  return [...section.matchAll(/^- `([^`]+)`/gm)].map(([, path]) => path!)
+}
+
 /**
- * `text` with `block` added where the page says: before the line `}` that ends
- * `class <Name>`, or before the next top-level key after the YAML key `<place>:`.
- * @throws when `text` has no such place.
+ * `text` with `block` at the end of `paths` (a YAML key of the top level): as text before the next top-level key, as
+ * a user pastes it, or merged into a path the contract has already; `text` itself when every operation of the block
+ * is there.
  */
-function placed(text: string, block: Block): string {
-  const lines = text.split('\n')
-  const name = /^class (\w+)$/.exec(block.place!)?.[1]
-  const start = lines.findIndex((line) =>
-    name === undefined ? line === `${block.place}:` : new RegExp(`^export class ${name}\\b`).test(line),
+function placedInPaths(text: string, block: Block): string {
+  const added = parse(block.text) as Record<string, Record<string, unknown>>
+  const document = parseDocument(text)
+  const missing = Object.entries(added).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => !document.hasIn(['paths', path, method]))
+      .map(([method, operation]) => ({ path, method, operation })),
   )
-  const end = lines.findIndex((line, i) => i > start && (name === undefined ? /^[^\s#]/.test(line) : line === '}'))
-  if (start < 0 || (end < 0 && name !== undefined)) throw new Error(`${PAGE}: ${block.file} has no ${block.place}`)
-  const at = end >= 0 ? end : lines.length - (lines.at(-1) === '' ? 1 : 0)
-  lines.splice(at, 0, ...(name === undefined ? [] : ['']), ...block.text.replace(/\n$/, '').split('\n'))
+  if (missing.length === 0) return text
+  if (missing.every(({ path }) => !document.hasIn(['paths', path]))) {
+    const lines = text.split('\n')
+    const start = lines.indexOf('paths:')
+    const end = lines.findIndex((line, i) => i > start && /^[^\s#]/.test(line))
+    if (start < 0) throw new Error('it has no top-level paths')
+    lines.splice(end < 0 ? lines.length : end, 0, ...block.text.replace(/\n$/, '').split('\n'))
+    return lines.join('\n')
+  }
+  for (const { path, method, operation } of missing) document.setIn(['paths', path, method], operation)
+  return String(document)
+}
+
+/** `text` with `block` before the `}` that ends `export class <Name>`; `text` itself when the class has its member. */
+function placedInClass(text: string, block: Block, name: string): string {
+  const lines = text.split('\n')
+  const start = lines.findIndex((line) => new RegExp(`^export class ${name}\\b`).test(line))
+  const end = lines.findIndex((line, i) => i > start && line === '}')
+  if (start < 0 || end < 0) throw new Error(`it has no class ${name}`)
+  const member = /^ {2}(?:async )?(\w+)\(/m.exec(block.text)?.[1]
+  if (member === undefined) throw new Error('the block declares no method')
+  if (lines.slice(start, end).some((line) => new RegExp(`^ {2}(?:async )?${member}\\(`).test(line))) return text
+  lines.splice(end, 0, '', ...block.text.replace(/\n$/, '').split('\n'))
   return lines.join('\n')
 }
 
-/** Runs `node <args>` in `cwd`, without tap's loaders, and resolves to its exit code and output. */
-function node(cwd: string, args: string[]): Promise<{ code: number; output: string; seconds: number }> {
+/**
+ * Puts `block` in the copy where the page says, unless it is there.
+ * @returns whether the block was placed (false: the project had it).
+ * @throws naming the page's block, when its file has no such place.
+ */
+function place(copy: string, block: Block): boolean {
+  const path = join(copy, block.file)
+  try {
+    if (block.place === undefined) {
+      if (existsSync(path)) return false
+      mkdirSync(dirname(path), { recursive: true })
+      writeFileSync(path, block.text)
+      return true
+    }
+    const text = readFileSync(path, 'utf8')
+    const name = /^class (\w+)$/.exec(block.place)?.[1]
+    if (name === undefined && block.place !== 'paths') throw new Error(`the page names an unknown place`)
+    const placed = name === undefined ? placedInPaths(text, block) : placedInClass(text, block, name)
+    writeFileSync(path, placed)
+    return placed !== text
+  } catch (error) {
+    const where = block.place === undefined ? 'as a new file' : `at the end of ${block.place}`
+    throw new Error(`${PAGE}: its block for ${block.file} cannot go ${where} in this test's copy of the project`, {
+      cause: error,
+    })
+  }
+}
+
+/** Runs `command <args>` in `cwd`, without tap's loaders, and resolves to its exit code and output. */
+function run(cwd: string, command: string, args: string[]): Promise<{ code: number; output: string; seconds: number }> {
   const started = performance.now()
   return new Promise((resolve) => {
     execFile(
-      process.execPath,
+      command,
       args,
       { cwd, env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
@@ -77,73 +139,93 @@ function node(cwd: string, args: string[]): Promise<{ code: number; output: stri
   })
 }
 
-/** The value nginx's `map … <variable> { … }` in `conf` gives a key: an exact string first, then the first regular expression that matches, else the default. */
-function nginxMap(conf: string, variable: string): (key: string) => string {
-  const body = new RegExp(`\\n\\s*map \\S+ \\${variable} \\{([^}]*)\\}`).exec(conf)?.[1]
-  if (body === undefined) throw new Error(`no map of ${variable}`)
-  const unquoted = (word: string) => (word.startsWith('"') ? word.slice(1, -1) : word)
-  const entries = [...body.matchAll(/^\s*("[^"]*"|[^\s#]\S*)\s+("[^"]*"|\S+);/gm)].map(
-    ([, key, value]) => [unquoted(key!), unquoted(value!)] as const,
-  )
-  const exact = new Map(entries.filter(([key]) => !key.startsWith('~')))
-  const patterns = entries
-    .filter(([key]) => key.startsWith('~'))
-    .map(([key, value]) => [new RegExp(key.replace(/^~\*?/, ''), key.startsWith('~*') ? 'i' : ''), value] as const)
-  return (key) => exact.get(key) ?? patterns.find(([pattern]) => pattern.test(key))?.[1] ?? exact.get('default') ?? ''
+/** The files under `dir` (relative paths), but what the copy leaves out. */
+function files(dir: string, under = ''): string[] {
+  return readdirSync(join(dir, under), { withFileTypes: true })
+    .filter((entry) => !NOT_COPIED.has(entry.name))
+    .flatMap((entry) =>
+      entry.isDirectory() ? files(dir, join(under, entry.name)) : entry.isFile() ? [join(under, entry.name)] : [],
+    )
 }
 
-const blocks = placedBlocks(readFileSync(join(ROOT, PAGE), 'utf8'))
+const page = readFileSync(join(ROOT, PAGE), 'utf8')
+const blocks = placedBlocks(page)
+const listed = listedFiles(page)
 
-// The copy, with every block in place and the types generated from its contract (npm run generate).
+// The copy, with every block in place and what `npm run generate` writes from its contract.
 const copy = mkdtempSync(join(tmpdir(), 'plant-store-adding-an-operation-'))
 t.teardown(() => rmSync(copy, { recursive: true, force: true }))
-for (const path of COPIED) cpSync(join(ROOT, path), join(copy, path), { recursive: true })
+for (const entry of readdirSync(ROOT).filter((name) => !NOT_COPIED.has(name)))
+  cpSync(join(ROOT, entry), join(copy, entry), { recursive: true })
 symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
-for (const block of blocks) {
-  const path = join(copy, block.file)
-  if (block.place === undefined && existsSync(path))
-    throw new Error(`${PAGE}: ${block.file} is placed as a new file, but the project has one`)
-  mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, block.place === undefined ? block.text : placed(readFileSync(path, 'utf8'), block))
-}
-const generated = await node(copy, ['api/generate-types.ts'])
-if (generated.code !== 0) throw new Error(`npm run generate failed in the copy:\n${generated.output}`)
+const before = new Map(files(copy).map((file) => [file, readFileSync(join(copy, file))]))
+const placed = blocks.filter((block) => place(copy, block))
+const generated = await run(copy, 'npm', ['run', '--silent', 'generate'])
+if (generated.code !== 0)
+  throw new Error(`npm run generate failed in this test's copy of the project, ${PAGE} applied:\n${generated.output}`)
 
 // The checks the page names run beside the tests below; a type check of the service and the new test.
 const tests = blocks.filter((block) => block.file.startsWith('test/')).map((block) => block.file)
 writeFileSync(
   join(copy, 'tsconfig.check.json'),
-  JSON.stringify({ extends: './tsconfig.json', compilerOptions: { noEmit: true }, include: ['service', ...tests] }),
+  JSON.stringify({
+    extends: './tsconfig.json',
+    compilerOptions: { noEmit: true },
+    include: ['service', ...tests],
+    exclude: ['service/**/*.test.ts', 'service/**/test/**'],
+  }),
 )
-const typecheck = node(copy, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.check.json'])
-const contractLint = node(copy, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', 'openapi.yaml'])
-const compat = node(copy, ['api/check.ts'])
+const typecheck = run(copy, process.execPath, [
+  join(ROOT, 'node_modules/typescript/bin/tsc'),
+  '-p',
+  'tsconfig.check.json',
+])
+const contractLint = run(copy, process.execPath, [
+  join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'),
+  'lint',
+  'openapi.yaml',
+])
+const checks = run(copy, 'npm', ['run', '--silent', 'test:checks'])
 
-t.test('the page writes the three files it names and a test of the operation, nothing else', async (t) => {
-  t.strictSame(blocks.map((block) => block.file).sort(), [
-    'openapi.yaml',
-    'service/operations/plant-service.ts',
-    'service/store/plant-repository.ts',
-    'test/app/get-plant.test.ts',
-  ])
-  t.match(
-    readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8'),
-    /\n {4}getPlant: \{/,
-    'npm run generate: operations.getPlant',
-  )
-})
+t.test(
+  'the page writes the three files it names and a test of the operation; only its list of files changes',
+  async (t) => {
+    t.strictSame(blocks.map((block) => block.file).sort(), [
+      'openapi.yaml',
+      'service/operations/plant-service.ts',
+      'service/store/plant-repository.ts',
+      'test/app/get-plant.test.ts',
+    ])
+    t.match(
+      readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8'),
+      /\n {4}getPlant: \{/,
+      'npm run generate: operations.getPlant',
+    )
+    const changed = files(copy).filter((file) => !before.get(file)?.equals(readFileSync(join(copy, file))))
+    t.strictSame(
+      changed.filter((file) => !listed.includes(file)),
+      [],
+      `no file outside the page's list changes`,
+    )
+    if (placed.length === blocks.length) t.strictSame(changed.sort(), [...listed].sort(), 'every file listed changes')
+    else t.comment(`the project has ${blocks.length - placed.length} of the page's blocks already`)
+  },
+)
 
 t.test("npm run lint:contract (Redocly's recommended rules) passes on the copy's contract", async (t) => {
   const { code, output } = await contractLint
   t.equal(code, 0, output)
 })
 
-t.test('npm run check:compat: the added operation breaks no client', async (t) => {
-  const { code, output } = await compat
-  t.equal(code, 0, output)
-})
+t.test(
+  'npm run test:checks passes on the copy: generated files fresh, the added operation breaks no client',
+  async (t) => {
+    const { code, output } = await checks
+    t.equal(code, 0, output)
+  },
+)
 
-// The page's test of the operation, run as written on the copy (its subtests follow).
+// The page's test of the operation, run on the copy (its subtests follow).
 for (const test of tests) await import(pathToFileURL(join(copy, test)).href)
 
 const { build, TOKEN } = (await import(pathToFileURL(join(copy, 'test/helpers/app.ts')).href)) as typeof AppHelpers
@@ -151,14 +233,12 @@ const { postPlant } = (await import(pathToFileURL(join(copy, 'test/helpers/post-
 const AUTHORIZED = { authorization: `Bearer ${TOKEN}` }
 
 t.test('what follows by itself: 405 with Allow, CORS, the served document; createPlant as before', async (t) => {
-  const app = await build(t, { corsOrigins: ['https://ui.example'] })
-  const deleted = await app.inject({ method: 'DELETE', url: '/plants/1', headers: AUTHORIZED })
+  const plain = await build(t)
+  const deleted = await plain.inject({ method: 'DELETE', url: '/plants/1', headers: AUTHORIZED })
   t.strictSame([deleted.statusCode, deleted.headers.allow, deleted.json().error], [405, 'GET, HEAD', 405])
-  t.equal(
-    (await app.inject({ url: '/plants', headers: AUTHORIZED })).headers.allow,
-    'POST',
-    '/plants itself is unchanged',
-  )
+  const plants = await plain.inject({ url: '/plants', headers: AUTHORIZED })
+  t.equal(plants.headers.allow, 'POST', '/plants itself is unchanged')
+  const app = await build(t, { corsOrigins: ['https://ui.example'] })
   const created = await postPlant(app, { id: 1, name: 'Monstera deliciosa', tag: 'indoor' }, { t })
   t.strictSame([created.statusCode, created.json()], [200, { name: 'Monstera deliciosa', tag: 'indoor' }])
   const preflight = await app.inject({
@@ -174,21 +254,12 @@ t.test('what follows by itself: 405 with Allow, CORS, the served document; creat
   t.equal(document.paths['/plants']?.post?.operationId, 'createPlant')
 })
 
-t.test(
-  "the gateway's own 405 (TRACE, which nginx refuses) says what the service allows on each path of the contract",
-  async (t) => {
-    const allow = nginxMap(readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8'), '$plant_store_allow')
-    const app = await build(t)
-    const { paths } = parse(readFileSync(join(copy, 'openapi.yaml'), 'utf8')) as { paths: Record<string, unknown> }
-    t.ok(paths['/plants/{id}'])
-    for (const path of Object.keys(paths)) {
-      const url = path.replace(/\{\w+\}/g, '1')
-      const service = await app.inject({ method: 'TRACE', url })
-      t.equal(service.statusCode, 405)
-      t.equal(allow(`:405:${GATEWAY_PREFIX}${url}`), service.headers.allow, `${path}: ${service.headers.allow}`)
-    }
-  },
-)
+t.test('the gateway names no method: nginx passes every one on, and the service answers 405 with Allow', async (t) => {
+  for (const file of readdirSync(NGINX_DIR).filter((name) => name.endsWith('.conf'))) {
+    const directives = readFileSync(join(NGINX_DIR, file), 'utf8').replace(/#.*$/gm, '')
+    t.notMatch(directives, /\b(limit_except|GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS)\b/, `${file}: no method named`)
+  }
+})
 
 t.test(
   'the copy type-checks (npm run typecheck): PlantService has getPlant, typed by the generated operations',
