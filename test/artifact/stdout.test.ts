@@ -1,7 +1,4 @@
-/**
- * The built artifact's log under plain Node (`npm run test:artifact`): pino's buffered
- * destination still delivers each line within a second, and everything at exit.
- */
+/** The built artifact's log under plain Node: each line within a second, and everything at exit. */
 import { join } from 'node:path'
 import t from 'tap'
 import { TOKEN } from '../helpers/app.ts'
@@ -9,10 +6,7 @@ import { postPlant } from '../helpers/post-plant.ts'
 import { RUNS_ARTIFACT, startService } from '../helpers/process.ts'
 
 t.test('a request line reaches stdout while the service runs, and the shutdown lines before it exits', async (t) => {
-  t.ok(
-    RUNS_ARTIFACT,
-    'runs the built artifact (TEST_SERVICE_SCRIPT=dist/service/server.js, as npm run test:artifact sets it)',
-  )
+  t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT, as npm run test:artifact sets it)')
   const service = await startService(t, {
     PLANT_STORE_TOKENS: TOKEN,
     DATA_DIR: join(t.testdir(), 'data'),

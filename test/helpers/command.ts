@@ -29,10 +29,7 @@ export class CommandError extends Error {
   }
 }
 
-/**
- * Runs `command ARGS` in `cwd` to its exit, killed after `timeoutMs` (default 120 s); returns
- * its output. @throws {@link CommandError} when not found (naming `install`), failing or timed out.
- */
+/** Runs `command ARGS` in `cwd`, killed after `timeoutMs`. @throws {@link CommandError} when missing or failing. */
 export async function run(
   command: string,
   args: readonly string[],
@@ -50,13 +47,8 @@ export async function run(
         error.killed && error.signal !== null
           ? `killed by ${error.signal} after ${timeoutMs} ms`
           : (error.signal ?? `exit ${String(error.code)}`)
-      reject(
-        new CommandError(`${command} ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`, {
-          stdout,
-          stderr,
-          exitCode,
-        }),
-      )
+      const message = `${command} ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`
+      reject(new CommandError(message, { stdout, stderr, exitCode }))
     })
   })
 }

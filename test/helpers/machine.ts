@@ -1,7 +1,6 @@
 /**
- * What the machine offers a test and the test run: programs on PATH, and free
- * loopback ports. It imports nothing of the repository, so that `test/run/` (run by
- * Node without tap's loader, importing it as `./machine.ts`) can use it too.
+ * What the machine offers: programs on PATH, free loopback ports. It imports nothing of the repository, so that
+ * `test/run/` (Node without tap's loader) can use it too.
  *
  * @module
  */

@@ -1,6 +1,6 @@
 /**
- * The in-process rate-limit store (service/segmented-store.ts): a window that passes, and
- * bounded memory. Counting per key, and Retry-After: test/app/protection.test.ts.
+ * The in-process rate-limit store (service/segmented-store.ts): a window that passes, and bounded memory. Counting per
+ * key, and Retry-After: test/app/protection.test.ts.
  *
  * @module
  */
@@ -9,7 +9,7 @@ import { SegmentedStore } from '../../service/segmented-store.ts'
 
 /** Counts one hit of `key` and returns the store's answer. */
 function hit(store: SegmentedStore, key: string, windowMs = 60000): { current: number; ttl: number } {
-  let answer: { current: number; ttl: number } | undefined
+  let answer = { current: 0, ttl: 0 }
   store.incr(
     key,
     (error, result) => {
@@ -18,7 +18,7 @@ function hit(store: SegmentedStore, key: string, windowMs = 60000): { current: n
     },
     windowMs,
   )
-  return answer!
+  return answer
 }
 
 t.test('a window that has passed starts again at one', async (t) => {
