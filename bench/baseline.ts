@@ -30,21 +30,18 @@ import { join } from 'node:path'
 export type InstallMode = 'link' | 'ci' | 'auto'
 
 interface LockEntry {
-  readonly version?: string
-  readonly integrity?: string
-  readonly dev?: boolean
-  readonly optional?: boolean
+  version?: string
+  integrity?: string
+  dev?: boolean
+  optional?: boolean
 }
 
-/** The packages whose versions decide the emitted JavaScript. */
 const BUILD_TOOLS = ['node_modules/typescript', 'node_modules/esbuild']
 
 /**
- * Why the ref cannot run on this tree's packages: each runtime package of its lock file, and each build tool, must
- * be installed at the same path with the same version and integrity; optional ones not installed here (other
- * platforms' binaries) are left out.
- * @param refLock - the ref's `package-lock.json`; `installed`: this tree's `node_modules/.package-lock.json`.
- * @returns the paths that differ (none: linking is safe).
+ * The packages that keep the ref from running on this tree's: runtime packages of its lock file and build tools
+ * not installed here at the same path, version and integrity (optional ones absent here are left out).
+ * @param refLock - its `package-lock.json`; `installed`: this tree's `node_modules/.package-lock.json`.
  */
 export function runtimePackageDifferences(refLock: unknown, installed: unknown): string[] {
   const packages = (lock: unknown) => (lock as { packages?: Record<string, LockEntry> } | undefined)?.packages ?? {}
@@ -61,14 +58,11 @@ export function runtimePackageDifferences(refLock: unknown, installed: unknown):
 
 /** A built baseline. */
 export interface Baseline {
-  readonly ref: string
-  /** Its commit, abbreviated. */
-  readonly commit: string
-  readonly root: string
-  /** The service's entry script, absolute. */
-  readonly script: string
-  /** How it was prepared, in words. */
-  readonly how: string
+  ref: string
+  commit: string
+  root: string
+  script: string
+  how: string
 }
 
 const run = (command: string, args: readonly string[], cwd: string, timeoutS: number, what: string): string => {
@@ -81,18 +75,14 @@ const run = (command: string, args: readonly string[], cwd: string, timeoutS: nu
   }
 }
 
-/** A temporary directory for the worktree, `<dir>/tree`; {@link removeBaseline} removes it, also after a failure. */
+/** A temporary directory for the worktree, `<dir>/tree`. */
 export const baselinePlace = (repo: string) => {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-baseline-'))
   return { repo, dir, root: join(dir, 'tree') }
 }
 export type BaselinePlace = ReturnType<typeof baselinePlace>
 
-/**
- * Checks `ref` out into `place`, gets its dependencies and builds it.
- * @param entry - the service's entry, relative to the worktree (`dist/service/server.js`).
- * @throws when the ref is unknown, the install or the build fails, or the build has no such entry.
- */
+/** Checks `ref` out into `place`, gets its dependencies, builds it. @throws when any step fails. */
 export function prepareBaseline(
   place: BaselinePlace,
   ref: string,
@@ -162,7 +152,7 @@ export function prepareBaseline(
   }
 }
 
-/** Removes the worktree (never following the `node_modules` link) and its directory. */
+/** Removes the worktree, never following its `node_modules` link. */
 export function removeBaseline(place: BaselinePlace): void {
   const modules = join(place.root, 'node_modules')
   if (lstatSync(modules, { throwIfNoEntry: false })?.isSymbolicLink()) unlinkSync(modules)

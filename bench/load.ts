@@ -1,6 +1,5 @@
 /**
- * The benchmark's load: wrk (Debian package `wrk`) with `post-plants.lua`, `POST /plants` with a new plant id in
- * every request and a valid bearer token, every answer checked against the expected Plant. wrk, not an in-process
+ * The load: wrk with `post-plants.lua` (a new plant id per request, every answer checked). wrk, not an in-process
  * generator: autocannon in the benchmark's process saturated its own core before the raw ceiling did.
  *
  * @module
@@ -12,9 +11,8 @@ import { fileURLToPath } from 'node:url'
 /** The Plant a 200 carries, byte for byte (the request's id aside). */
 export const EXPECTED_BODY = '{"name":"Monstera deliciosa","tag":"indoor"}'
 
-/** Ids are `base + offset`, offset below this: wrk's Lua writes the offset as the id's last 12 digits. */
+/** wrk's Lua writes the offset from `base` as an id's last 12 digits. */
 const OFFSETS = 10n ** 12n
-/** Ids reserved per wrk run: more than 600 s at 1.5 M req/s. */
 const IDS_PER_RUN = 10n ** 9n
 
 /**
@@ -22,7 +20,7 @@ const IDS_PER_RUN = 10n ** 9n
  * sharing a PostgreSQL database do not collide, and every id is past 2^53 (the service's exact path).
  */
 export class PlantIds {
-  readonly base: bigint
+  base: bigint
   #issued = 0n
 
   constructor() {
@@ -30,14 +28,14 @@ export class PlantIds {
     this.base = (first + (randomBytes(8).readBigUInt64BE() % (last - first))) * OFFSETS
   }
 
-  /** Reserves `count` ids. @returns the first one's offset from `base`. @throws when the run's 10^12 are used up. */
+  /** @returns the offset from `base` of the first of `count` new ids. @throws when the run's 10^12 are used. */
   reserve(count: bigint): bigint {
     if (this.#issued + count > OFFSETS) throw new Error('plant ids of this run used up')
     this.#issued += count
     return this.#issued - count
   }
 
-  /** Ids handed out so far: `base` … `base + issued - 1`. */
+  /** Ids used: `base` … `base + issued - 1`. */
   get issued(): bigint {
     return this.#issued
   }
@@ -48,32 +46,25 @@ export class PlantIds {
   }
 }
 
-/** Headers of an authenticated JSON request. */
 export const jsonHeaders = (token: string) => ({ authorization: `Bearer ${token}`, 'content-type': 'application/json' })
 
 /** What one wrk run measured. */
 export interface LoadSummary {
-  readonly requestsPerSecond: number
-  readonly responses: number
-  /** Latency, ms. */
-  readonly latencyMs: { readonly p50: number; readonly p99: number; readonly max: number }
-  /** Socket errors and timeouts. */
-  readonly errors: number
-  readonly non2xx: number
-  /** 2xx whose body was not the expected Plant. */
-  readonly wrongBodies: number
-  readonly statuses: Readonly<Record<string, number>>
-  /** wrk's CPU time over the run, % of one core. */
-  readonly generatorCpuPercent: number
-  /** The ids this run used: [`firstId`, `firstId + idCount`). */
-  readonly firstId: bigint
-  readonly idCount: bigint
+  requestsPerSecond: number
+  responses: number
+  latencyMs: { readonly p50: number; readonly p99: number; readonly max: number }
+  errors: number
+  non2xx: number
+  wrongBodies: number
+  statuses: Readonly<Record<string, number>>
+  /** wrk's CPU, % of one core. */
+  generatorCpuPercent: number
+  /** Its ids: [`firstId`, `firstId + idCount`). */
+  firstId: bigint
+  idCount: bigint
 }
 
-/**
- * Parses the `bench-result {…}` line `post-plants.lua` prints.
- * @throws when it is missing (the message carries wrk's output).
- */
+/** Parses the `bench-result {…}` line of `post-plants.lua`. @throws when it is missing. */
 export function parseWrk(output: string, firstId: bigint, idCount: bigint): LoadSummary {
   const line = output.split('\n').find((text) => text.startsWith('bench-result '))
   if (line === undefined) throw new Error(`wrk gave no result: ${output.trim().slice(-500)}`)
@@ -102,10 +93,7 @@ export function parseWrk(output: string, firstId: bigint, idCount: bigint): Load
   }
 }
 
-/**
- * Runs wrk (one thread) against `<url>/plants` for `seconds`, pinned with `taskset -c <core>` when given.
- * @throws when wrk fails or prints no result.
- */
+/** Runs wrk (one thread, after the `pin` command) against `<url>/plants`. @throws when it fails. */
 export async function runLoad(
   url: string,
   token: string,

@@ -1,6 +1,6 @@
 /**
- * Server processes of the benchmark: start one (pinned to a core when `taskset` exists), time it to its first
- * answered request, read its memory and CPU time from `/proc`, stop it. Every child is killed when the benchmark exits.
+ * Server processes: started (pinned with `taskset`), timed to their first answer, read in `/proc`, stopped; all
+ * killed when the benchmark exits.
  *
  * @module
  */
@@ -11,13 +11,12 @@ import { createServer } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 
 const children = new Set<ChildProcess>()
-/** Kills every server process still running; also on exit, whatever the cause. */
+/** Kills every server still running. */
 export function killAll(): void {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL')
 }
 process.on('exit', killAll)
 
-/** `taskset`, when installed. */
 export const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((path) => existsSync(path))
 
 /** Pins this process to `core`. @returns true when pinned. */
@@ -36,10 +35,7 @@ export async function freePort(): Promise<number> {
   return port
 }
 
-/**
- * One `POST` over a connection of its own, closed after the answer (a probe never holds a server open).
- * @throws on a socket error or after 2 s.
- */
+/** One `POST` on a connection of its own, closed after the answer. @throws on an error or after 2 s. */
 export function postJson(url: string, headers: Record<string, string>, body: string) {
   return new Promise<{ status: number; body: string }>((resolve, reject) => {
     const options = { method: 'POST', agent: false, headers: { ...headers, connection: 'close' }, timeout: 2000 }
@@ -57,22 +53,20 @@ export function postJson(url: string, headers: Record<string, string>, body: str
 
 /** CPU time of a process (all threads), seconds. */
 export interface CpuTimes {
-  readonly user: number
-  /** Kernel mode, including the loopback TCP work that ran while it was on the CPU. */
-  readonly system: number
+  user: number
+  system: number
 }
 
 /** A started server process. */
 export interface ServerProcess {
-  readonly pid: number
-  readonly url: string
+  pid: number
+  url: string
   /** Spawn to the first probe answered as expected, ms. */
-  readonly readyMs: number
-  /** VmHWM, MB; `undefined` once it exited. */
+  readyMs: number
+  /** VmHWM, MB. */
   peakRssMb(): number | undefined
-  /** `undefined` once it exited. */
   cpuTimes(): CpuTimes | undefined
-  /** How it ended, with the end of its output, or `undefined` while it runs. */
+  /** How it ended, with its output's end; `undefined` while it runs. */
   exitStatus(): string | undefined
   /** SIGTERM, then SIGKILL after 10 s. */
   stop(): Promise<void>
@@ -87,17 +81,16 @@ function proc(pid: number, file: string): string | undefined {
 }
 
 /**
- * Starts `node <nodeArgs> <script>` with `env` (on top of PATH and HOME, plus PORT and HOST) and probes it every
- * 5 ms until `probe` resolves `undefined` (answered as expected; else why not).
- * @throws when it exits or is not ready within 30 s; it is killed then, and the message carries its output's end.
+ * Starts `node <nodeArgs> <script>` with `env`, PORT and HOST, and probes it every 5 ms until `probe` resolves
+ * `undefined` (else why not). @throws when it exits or is not ready in 30 s.
  */
 export async function startServer(options: {
-  readonly script: string
-  readonly nodeArgs: readonly string[]
-  readonly cwd: string
-  readonly env: Readonly<Record<string, string>>
-  readonly core: number | undefined
-  readonly probe: (url: string) => Promise<string | undefined>
+  script: string
+  nodeArgs: readonly string[]
+  cwd: string
+  env: Readonly<Record<string, string>>
+  core: number | undefined
+  probe: (url: string) => Promise<string | undefined>
 }): Promise<ServerProcess> {
   const port = await freePort()
   const url = `http://127.0.0.1:${port}`

@@ -1,8 +1,6 @@
 /**
- * The benchmark's report, `docs/benchmarks.md`: the machine and settings, each target's figures over the rounds
- * (median, lowest–highest), the A/B of the working tree against a git ref with its thresholds, the service against
- * the design floor and the raw ceiling (plain figures), and the correctness check. Every comparison is taken within
- * a round. A new report keeps everything from {@link HAND_WRITTEN} on.
+ * The benchmark's report, `docs/benchmarks.md`: each target's figures over the rounds, the A/B against a git ref,
+ * the service against the floor and the ceiling, the correctness check; every comparison taken within a round.
  *
  * @module
  */
@@ -34,47 +32,41 @@ export function roundOrder(round: number, selected: ReadonlySet<TargetKey>): Tar
 
 /** One target's outcome in one round. */
 export interface TargetResult {
-  readonly key: TargetKey
-  readonly title: string
-  /** Why it was not measured, when it was not. */
-  readonly notRun?: string
-  readonly load?: LoadSummary
-  /** CPU time of the server process (all threads) over the measured run. */
-  readonly cpu?: CpuTimes | undefined
-  /** Peak RSS (VmHWM) after the measured run, MB. */
-  readonly peakRssMb?: number | undefined
-  /** Spawn to the first `POST /plants` answered 200, ms, on the data the run left (a second start). */
-  readonly readyMs?: number
-  /** The service's `nodejs_eventloop_lag_p99_seconds` over the measured run, ms. */
-  readonly lagP99Ms?: number | undefined
-  /** Plants per store transaction over the measured run, from the service's metrics. */
-  readonly meanBatch?: number | undefined
-  /** Rows stored with the measured run's ids (read after the server stopped). */
-  readonly storedRows?: number
-  /** How the server ended while measured, unasked (`code 1: …`). */
-  readonly exited?: string
+  key: TargetKey
+  title: string
+  notRun?: string
+  load?: LoadSummary
+  /** Of the server process over the measured run. */
+  cpu?: CpuTimes | undefined
+  /** VmHWM, MB. */
+  peakRssMb?: number | undefined
+  /** A second start, on the run's data, to its first 200, ms. */
+  readyMs?: number
+  /** `nodejs_eventloop_lag_p99_seconds` over the measured run, ms. */
+  lagP99Ms?: number | undefined
+  meanBatch?: number | undefined
+  /** Rows stored with the measured run's ids. */
+  storedRows?: number
+  /** How it ended unasked while measured. */
+  exited?: string
 }
 
-/** Every round's results, in the order the rounds ran. */
 export type Rounds = readonly (readonly TargetResult[])[]
 
-/** What the run was, for the Settings section. */
+/** What the run was. */
 export interface RunSettings {
-  readonly durationS: number
-  readonly warmupS: number
-  readonly connections: number
-  readonly pinning: string
-  readonly revision: string
-  /** The service's command line, as the image runs it. */
-  readonly command: string
-  readonly databaseUrl: string
-  readonly profiled: boolean
-  /** 1-minute load average at the start and the end of the rounds. */
-  readonly loadAverage: readonly [number, number]
-  readonly minutes: number
-  /** The chart's file name, beside the report. */
-  readonly chart: string
-  readonly baseline?: { readonly ref: string; readonly how: string } | undefined
+  durationS: number
+  warmupS: number
+  connections: number
+  pinning: string
+  revision: string
+  command: string
+  databaseUrl: string
+  profiled: boolean
+  loadAverage: readonly [number, number]
+  minutes: number
+  chart: string
+  baseline?: { readonly ref: string; readonly how: string } | undefined
 }
 
 /** Server CPU per answered request, µs: `utime + stime` (s) ÷ responses; `undefined` without either. */
@@ -82,7 +74,7 @@ export function cpuPerRequest(cpu: CpuTimes | undefined, responses: number | und
   return cpu === undefined || !responses ? undefined : ((cpu.user + cpu.system) * 1e6) / responses
 }
 
-/** `a ÷ b`, or `undefined` when either is missing or `b` is not positive. */
+/** `a ÷ b`; `undefined` without both, or when `b` is not positive. */
 export function ratio(a: number | undefined, b: number | undefined): number | undefined {
   return a === undefined || b === undefined || b <= 0 ? undefined : a / b
 }
@@ -91,9 +83,9 @@ const difference = (a: number | undefined, b: number | undefined) =>
 
 /** The median of some figures (of an even count, the mean of the two middle ones), with the lowest and highest. */
 export interface Spread {
-  readonly median: number
-  readonly min: number
-  readonly max: number
+  median: number
+  min: number
+  max: number
 }
 
 /** @returns `undefined` for no values. */
@@ -105,7 +97,6 @@ export function spread(values: readonly number[]): Spread | undefined {
   return { median, min: sorted[0]!, max: sorted.at(-1)! }
 }
 
-/** Each round's figure of one target; `undefined` where a round lacks it. */
 type Of = (result: TargetResult) => number | undefined
 
 /** The figures of each target, as the Results table and the chart show them. */
@@ -133,7 +124,6 @@ const spreadText = (s: Spread, format: (value: number) => string, note = '') =>
 const byKey = (round: readonly TargetResult[], key: TargetKey) =>
   round.find((result) => result.key === key && result.load !== undefined)
 
-/** `measure` of `key` in each round that measured it and gave a figure. */
 function perRound(
   rounds: Rounds,
   key: TargetKey,
@@ -146,12 +136,12 @@ function perRound(
   })
 }
 
-/** A target's figure over the rounds: `median (lowest–highest)`, `n/a` when no round gave one. */
+/** A target's figure over the rounds. */
 export function overRounds(rounds: Rounds, key: TargetKey, figure: FigureKey): Spread | undefined {
   return spread(perRound(rounds, key, FIGURES[figure].of))
 }
 
-/** Keys of the A/B figures: ratios of the working tree's to the baseline's, or differences (`rss`, `ready`). */
+/** The A/B figures: working tree ÷ baseline, or − for `rss` and `ready`. */
 export const AB_KEYS = ['cpu', 'rps', 'p99', 'lag', 'rss', 'ready'] as const
 export type AbKey = (typeof AB_KEYS)[number]
 const AB_NAMES: Record<AbKey, string> = {
@@ -166,21 +156,17 @@ const isRatio = (key: AbKey) => key !== 'rss' && key !== 'ready'
 const abFormat = (key: AbKey) => (value: number) =>
   isRatio(key) ? number(value, 2) : signed(value, FIGURES[key].digits)
 
-/** A threshold of the A/B, judged exactly on the median of the per-round figures. */
+/** An A/B threshold, judged exactly on the median. */
 export interface Threshold {
-  readonly key: AbKey
-  readonly atLeast: boolean
-  readonly value: number
+  key: AbKey
+  atLeast: boolean
+  value: number
 }
 
 /** The thresholds a refactor must keep (`BENCH_AB_THRESHOLDS` states others). */
 export const DEFAULT_THRESHOLDS = 'cpu<=1.10,p99<=1.25,rss<=15,ready<=150'
 
-/**
- * Parses thresholds such as `p99<=0.80,rps>=1.10,rss<=15`: ratios for `cpu`, `rps`, `p99` and `lag`, MB for `rss`
- * and ms for `ready` (differences).
- * @throws on anything else.
- */
+/** Parses thresholds such as `p99<=0.80,rps>=1.10,rss<=15` (MB). @throws on anything else. */
 export function parseThresholds(text: string): Threshold[] {
   return text
     .split(/[\s,]+/)
@@ -199,12 +185,12 @@ const thresholdText = ({ key, atLeast, value }: Threshold) =>
 
 /** One A/B figure: each round's working tree against that round's baseline, the median and range, the verdict. */
 export interface AbVerdict {
-  readonly key: AbKey
-  readonly perRound: readonly (number | undefined)[]
-  readonly measured: Spread | undefined
-  readonly threshold: Threshold | undefined
+  key: AbKey
+  perRound: readonly (number | undefined)[]
+  measured: Spread | undefined
+  threshold: Threshold | undefined
   /** `undefined` without a threshold or without a figure. */
-  readonly met: boolean | undefined
+  met: boolean | undefined
 }
 
 /** The A/B verdicts, one per {@link AB_KEYS}, each judged against its threshold when one is given. */
@@ -229,44 +215,28 @@ export function abVerdicts(rounds: Rounds, thresholds: readonly Threshold[]): Ab
   })
 }
 
-type RoundFigure = (result: TargetResult, round: readonly TargetResult[]) => number | undefined
-const floorOf = (key: TargetKey, figure: FigureKey, combine: typeof ratio): RoundFigure => {
-  const of: Of = FIGURES[figure].of
-  return (result, round) => {
-    const other = byKey(round, key)
-    return other === undefined ? undefined : combine(of(result), of(other))
-  }
-}
-
 /** The service against the design floor and the raw ceiling of the same round: plain figures, no thresholds. */
-export const FLOOR_FIGURES: readonly { figure: string; measure: RoundFigure; format: (value: number) => string }[] = [
-  {
-    figure: "server CPU per request ÷ design floor's",
-    measure: floorOf('floor', 'cpu', ratio),
-    format: (v) => number(v, 2),
-  },
-  {
-    figure: "server CPU per request ÷ raw ceiling's",
-    measure: floorOf('raw', 'cpu', ratio),
-    format: (v) => number(v, 2),
-  },
-  { figure: "p99 latency ÷ design floor's", measure: floorOf('floor', 'p99', ratio), format: (v) => number(v, 2) },
-  {
-    figure: "peak RSS − design floor's, MB",
-    measure: floorOf('floor', 'rss', difference),
-    format: (v) => signed(v, 1),
-  },
-  {
-    figure: "ready on existing data ÷ raw ceiling's",
-    measure: floorOf('raw', 'ready', ratio),
-    format: (v) => number(v, 2),
-  },
-  {
-    figure: "ready on existing data − design floor's, ms",
-    measure: floorOf('floor', 'ready', difference),
-    format: (v) => signed(v, 0),
-  },
-]
+export const FLOOR_FIGURES = (
+  [
+    ["server CPU per request ÷ design floor's", 'floor', 'cpu'],
+    ["server CPU per request ÷ raw ceiling's", 'raw', 'cpu'],
+    ["p99 latency ÷ design floor's", 'floor', 'p99'],
+    ["peak RSS − design floor's, MB", 'floor', 'rss'],
+    ["ready on existing data ÷ raw ceiling's", 'raw', 'ready'],
+    ["ready on existing data − design floor's, ms", 'floor', 'ready'],
+  ] as const
+).map(([figure, other, key]) => {
+  const minus = figure.includes('−')
+  const of: Of = FIGURES[key].of
+  return {
+    figure,
+    measure: (result: TargetResult, round: readonly TargetResult[]) => {
+      const floor = byKey(round, other)
+      return floor && (minus ? difference : ratio)(of(result), of(floor))
+    },
+    format: (value: number) => (minus ? signed(value, FIGURES[key].digits) : number(value, 2)),
+  }
+})
 
 /** A service figure against the floor or ceiling over the rounds, as the report shows it; `n/a` without one. */
 export function againstFloor(rounds: Rounds, key: TargetKey, figure: (typeof FLOOR_FIGURES)[number]): string {
@@ -326,7 +296,7 @@ function resultsSection(rounds: Rounds): string[] {
   return [
     '## Results',
     '',
-    'Each figure over the rounds that measured the target: median (lowest–highest).',
+    'Median (lowest–highest) over the rounds that measured the target.',
     '',
     `| target | rounds | ${keys.map((key) => FIGURES[key].heading).join(' | ')} |`,
     `|---|---:|${keys.map(() => '---:').join('|')}|`,
@@ -343,7 +313,7 @@ function abSection(rounds: Rounds, settings: RunSettings, thresholds: readonly T
   return [
     `## Working tree against ${ref}`,
     '',
-    `The working tree's service against the service at ${ref}, both on the embedded store, each figure taken within a round (the two ran back to back, in alternating order), then the median over the rounds (lowest–highest), judged against its threshold.`,
+    `The working tree's service against the service at ${ref}, on the embedded store: each round's figure, their median (lowest–highest), judged against the threshold.`,
     '',
     '| figure | threshold | median (lowest–highest) | rounds 1, 2, … | verdict |',
     '|---|---|---:|---|---|',
@@ -366,7 +336,7 @@ function floorSection(rounds: Rounds): string[] {
   return [
     '## Against the design floor and the raw ceiling',
     '',
-    "Each figure taken within a round (the service against that round's floor or ceiling), then the median over the rounds (lowest–highest); no thresholds.",
+    "Each round's figure, against that round's floor or ceiling; their median (lowest–highest).",
     '',
     `| figure | ${columns.map((column) => column.title).join(' | ')} |`,
     `|---|${columns.map(() => '---:').join('|')}|`,
@@ -386,7 +356,7 @@ function correctnessSection(rounds: Rounds): string[] {
   return [
     '## Correctness',
     '',
-    `Summed over every target and round (${measured.length} runs; a server that exited unasked counts one): any fault is a bug.`,
+    `Summed over every target and round (${measured.length} runs); any fault is a bug.`,
     '',
     '| check | required | measured |',
     '|---|---|---|',
@@ -395,36 +365,22 @@ function correctnessSection(rounds: Rounds): string[] {
   ]
 }
 
-function osName(): string {
-  try {
-    return /^PRETTY_NAME="?([^"\n]*)"?$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'unknown'
-  } catch {
-    return 'unknown'
-  }
-}
-
 /** The generated part of the report. */
 export function renderResults(date: Date, s: RunSettings, rounds: Rounds, thresholds: readonly Threshold[]): string {
   const when = date.toISOString()
+  const [start, end] = s.loadAverage.map((value) => number(value, 2))
   return [
     '# Benchmarks',
     '',
     `<!-- Generated by \`npm run bench\` (bench/run.ts) on ${when}. Edit only below the hand-written marker. -->`,
     '',
-    '`POST /plants` under the same load, in interleaved rounds, against the raw `node:http` ceilings (nothing stored; a SQLite commit; a PostgreSQL commit), the design floor (Fastify and fastify-openapi-glue on the contract, nothing else), the service on each store, and, in an A/B run, the service at a git ref.',
+    `![Server CPU per create and p99 latency of each target: a point at the median of the rounds, a rule from the lowest to the highest](${s.chart})`,
     '',
-    `![Server CPU per create and p99 latency of each target: the median over the rounds, and a rule from the lowest to the highest](${s.chart})`,
-    '',
-    '## Machine and settings',
-    '',
-    `- ${cpus()[0]?.model ?? 'unknown CPU'}, ${cpus().length} cores, ${number(totalmem() / 2 ** 30, 1)} GiB; Node ${process.version}, ${osName()}, Linux ${release()}; ${when}, the rounds took ${number(s.minutes, 1)} min; load average (1 min) ${number(s.loadAverage[0], 2)} → ${number(s.loadAverage[1], 2)}.`,
-    `- Load: wrk (\`bench/post-plants.lua\`), \`POST /plants\`, ${s.connections} connections, one thread, ${s.warmupS} s warm-up then ${s.durationS} s measured per target and round; every request a new id above 2^53 and a valid bearer token; a 2xx must carry exactly the Plant.`,
-    `- Rounds: ${rounds.length}, interleaved${s.baseline === undefined ? '' : " (the working tree's service and the baseline swap places every other round)"}, after one unmeasured start of each target; \`sync\` before each target. Pinning: ${s.pinning}.`,
-    `- Server CPU per request: \`utime + stime\` of the server process (all threads) over the measured run ÷ the responses. Event loop delay: the service's \`nodejs_eventloop_lag_p99_seconds\` (prom-client's \`monitorEventLoopDelay\`, reset by the \`GET /metrics\` before the measured run, read after it). Ready: a second start on the data the run left, spawn → first \`POST /plants\` answered 200. Peak RSS: \`VmHWM\`.${s.profiled ? ' **Profiled** (`node --cpu-prof`): the service figures are higher than in a plain run.' : ''}`,
-    `- Service: ${s.revision}; \`${s.command}\` (the image's command), \`NODE_ENV=production\`, \`RATE_LIMIT_MAX=1000000000\`, a fresh \`DATA_DIR\` per target and round; PostgreSQL targets with \`DATABASE_URL=${s.databaseUrl}\` (their rows deleted afterwards).`,
-    ...(s.baseline === undefined
-      ? []
-      : [`- Baseline: \`${s.baseline.ref}\`, ${s.baseline.how}; started as the working tree's service.`]),
+    `- ${cpus()[0]?.model}, ${cpus().length} cores, ${number(totalmem() / 2 ** 30, 1)} GiB; Node ${process.version}, Linux ${release()}; ${when}; the rounds took ${number(s.minutes, 1)} min, load average ${start} → ${end}.`,
+    `- ${rounds.length} round${rounds.length === 1 ? '' : 's'} of ${s.warmupS} s warm-up and ${s.durationS} s measured per target, ${s.connections} connections; pinning: ${s.pinning}.${s.profiled ? ' **Profiled** (`node --cpu-prof`): the service figures are higher.' : ''}`,
+    `- Service: ${s.revision}, \`${s.command}\`; PostgreSQL: \`${s.databaseUrl}\`.`,
+    ...(s.baseline === undefined ? [] : [`- Baseline: \`${s.baseline.ref}\`, ${s.baseline.how}.`]),
+    '- How each figure is taken: Method, below.',
     '',
     ...resultsSection(rounds),
     ...abSection(rounds, s, thresholds),

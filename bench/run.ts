@@ -86,54 +86,24 @@ const revision = `commit \`${git('rev-parse', '--short', 'HEAD')}\`${dirty ? ' w
 interface Spec {
   title: string
   script: string
-  store?: 'sqlite' | 'postgres'
+  store?: 'sqlite' | 'postgres' | undefined
   service: boolean
   cwd: string
 }
-const built = (file: string) => join(REPO, 'dist', file)
+const [RAW, FLOOR, SERVICE] = ['bench/raw-ceiling.js', 'bench/design-floor.js', 'service/server.js'].map((file) =>
+  join(REPO, 'dist', file),
+)
+const spec = (title: string, script: string, store?: Spec['store']): Spec => {
+  return { title, script, store, service: script !== RAW && script !== FLOOR, cwd: REPO }
+}
 const SPECS: Record<TargetKey, Spec> = {
-  raw: { title: 'raw `node:http` (ceiling)', script: built('bench/raw-ceiling.js'), service: false, cwd: REPO },
-  durable: {
-    title: 'raw `node:http` + SQLite commit (SQLite durable ceiling)',
-    script: built('bench/raw-ceiling.js'),
-    store: 'sqlite',
-    service: false,
-    cwd: REPO,
-  },
-  'durable-pg': {
-    title: 'raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)',
-    script: built('bench/raw-ceiling.js'),
-    store: 'postgres',
-    service: false,
-    cwd: REPO,
-  },
-  floor: {
-    title: 'Fastify + fastify-openapi-glue on the contract, nothing else (design floor)',
-    script: built('bench/design-floor.js'),
-    service: false,
-    cwd: REPO,
-  },
-  embedded: {
-    title: 'service, embedded store',
-    script: built('service/server.js'),
-    store: 'sqlite',
-    service: true,
-    cwd: REPO,
-  },
-  baseline: {
-    title: `service at \`${baselineRef}\`, embedded store`,
-    script: '',
-    store: 'sqlite',
-    service: true,
-    cwd: REPO,
-  },
-  postgres: {
-    title: 'service, PostgreSQL',
-    script: built('service/server.js'),
-    store: 'postgres',
-    service: true,
-    cwd: REPO,
-  },
+  raw: spec('raw `node:http` (ceiling)', RAW!),
+  durable: spec('raw `node:http` + SQLite commit (SQLite durable ceiling)', RAW!, 'sqlite'),
+  'durable-pg': spec('raw `node:http` + PostgreSQL commit (PostgreSQL durable ceiling)', RAW!, 'postgres'),
+  floor: spec('Fastify + fastify-openapi-glue on the contract, nothing else (design floor)', FLOOR!),
+  embedded: spec('service, embedded store', SERVICE!, 'sqlite'),
+  baseline: spec(`service at \`${baselineRef}\`, embedded store`, '', 'sqlite'),
+  postgres: spec('service, PostgreSQL', SERVICE!, 'postgres'),
 }
 
 /** A target's environment: a fresh data directory, the store, and the service as it ships but never rate limited. */
@@ -219,19 +189,10 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   }
 }
 
-function summary({ key, load, notRun, cpu, peakRssMb, lagP99Ms, readyMs }: TargetResult): string {
-  if (load === undefined) return `  ${key}: not run: ${notRun}\n`
-  const figures = [
-    `${Math.round(load.requestsPerSecond)} req/s`,
-    `p99 ${load.latencyMs.p99.toFixed(2)} ms`,
-    `CPU ${cpuPerRequest(cpu, load.responses)?.toFixed(1)} µs per request`,
-    `event loop p99 ${lagP99Ms?.toFixed(1) ?? 'n/a'} ms`,
-    `peak RSS ${peakRssMb?.toFixed(1)} MB`,
-    `ready ${readyMs?.toFixed(0)} ms`,
-    `statuses ${JSON.stringify(load.statuses)}, errors ${load.errors}, wrong bodies ${load.wrongBodies}`,
-  ]
-  return `  ${key}: ${figures.join(', ')}\n`
-}
+const summary = ({ key, load, notRun, cpu, lagP99Ms, readyMs }: TargetResult) =>
+  load === undefined
+    ? `  ${key}: not run: ${notRun}\n`
+    : `  ${key}: ${Math.round(load.requestsPerSecond)} req/s, p99 ${load.latencyMs.p99.toFixed(2)} ms, CPU ${cpuPerRequest(cpu, load.responses)?.toFixed(1)} µs per request, event loop p99 ${lagP99Ms?.toFixed(1) ?? 'n/a'} ms, ready ${readyMs?.toFixed(0)} ms, statuses ${JSON.stringify(load.statuses)}, errors ${load.errors}, wrong bodies ${load.wrongBodies}\n`
 
 async function cleanUp(place: ReturnType<typeof baselinePlace> | undefined): Promise<void> {
   killAll()
