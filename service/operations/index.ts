@@ -32,7 +32,7 @@ async function operations(
   })
   const security = new Security(app.verifyBearerAuth!, app.limits)
   // glue only warns of a scheme without a method, then refuses every request of its operations.
-  for (const scheme of Object.keys(contract.components?.securitySchemes ?? {}))
+  for (const scheme of Object.keys({ ...contract.components?.securitySchemes }))
     if (typeof Reflect.get(security, scheme) !== 'function')
       throw new Error(`No security handler for the scheme ${scheme}`)
   addMethodNotAllowed(app, contract)
