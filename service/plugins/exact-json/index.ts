@@ -42,7 +42,6 @@ export function stringify(value: unknown): string {
 }
 
 async function exactJson(app: FastifyInstance): Promise<void> {
-  if (app.hasContentTypeParser('application/json')) app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
       // A parser runs only for a request with a Content-Type.

@@ -141,28 +141,39 @@ t.test('schemaless replies are serialized exactly; the serializer and the format
   t.strictSame(ajvOptions.customOptions, { coerceTypes: false })
 })
 
-t.test('it replaces a JSON parser, or adds one where there is none, and leaves other media types alone', async (t) => {
-  const app = Fastify()
-  t.teardown(() => app.close())
-  app.removeAllContentTypeParsers()
-  await app.register(exactJson)
-  app.post('/', async (request) => ({ type: typeof (request.body as { id: unknown }).id }))
-  const response = await app.inject({
-    method: 'POST',
-    url: '/',
-    payload: '{"id":9007199254740993}',
-    headers: { 'content-type': 'application/json' },
-  })
-  t.strictSame(response.json(), { type: 'number' }, 'no schema: validated as the nearest double')
-  const plain = await app.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } })
-  t.equal(plain.statusCode, 415)
+t.test(
+  "it replaces Fastify's JSON parser, or adds one where there is none, and leaves other media types alone",
+  async (t) => {
+    const app = Fastify()
+    t.teardown(() => app.close())
+    app.removeAllContentTypeParsers()
+    await app.register(exactJson)
+    app.post('/', async (request) => ({ type: typeof (request.body as { id: unknown }).id }))
+    const response = await app.inject({
+      method: 'POST',
+      url: '/',
+      payload: '{"id":9007199254740993}',
+      headers: { 'content-type': 'application/json' },
+    })
+    t.strictSame(response.json(), { type: 'number' }, 'no schema: validated as the nearest double')
+    const plain = await app.inject({
+      method: 'POST',
+      url: '/',
+      payload: 'x',
+      headers: { 'content-type': 'text/plain' },
+    })
+    t.equal(plain.statusCode, 415)
+    t.ok(app.hasPlugin('exact-json'), 'named, for the dependencies of other plugins')
+    t.strictSame(Reflect.get(exactJson, Symbol.for('plugin-meta')), { name: 'exact-json', fastify: '5.x' })
 
-  const withText = Fastify()
-  t.teardown(() => withText.close())
-  await withText.register(exactJson)
-  withText.post('/', async (request) => request.body)
-  t.equal(
-    (await withText.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } })).body,
-    'x',
-  )
-})
+    const withText = Fastify()
+    t.teardown(() => withText.close())
+    await withText.register(exactJson)
+    withText.post('/', async (request) => request.body)
+    t.equal(
+      (await withText.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } }))
+        .body,
+      'x',
+    )
+  },
+)
