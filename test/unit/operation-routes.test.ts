@@ -51,7 +51,12 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
   })
   // As a plugin's onRoute hook before the operations' would (exact-json's hand-over): after glue's security.
   app.addHook('onRoute', (route) => {
-    route.preHandler = [route.preHandler ?? [], async () => void parsed.handedOver++].flat()
+    route.preHandler = [
+      route.preHandler ?? [],
+      async function handOver() {
+        parsed.handedOver++
+      },
+    ].flat()
   })
   const specification = contract(security)
   await app.register(async (routes) => {
@@ -65,7 +70,7 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
   })
   const post = (payload?: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
     app.inject({ method: 'POST', url: '/x', headers, payload })
-  return { post, parsed }
+  return { post, parsed, routes: () => app.printRoutes({ includeHooks: true, commonPrefix: false }) }
 }
 
 t.test(
@@ -76,6 +81,11 @@ t.test(
     t.match(await neither.post('{"n":1}'), { statusCode: 401, body: /refused 401/ }, 'the first failure, unwrapped')
     const either = await glued(requirements, { a: accept, b: refuse(401), c: accept })
     t.equal((await either.post('{"n":1}')).statusCode, 200, 'the second requirement is met')
+    t.match(
+      either.routes(),
+      /\(onRequest\) \["authenticate\(\)"\]\n.*\(preHandler\) \["handOver\(\)"\]/,
+      "one hook on request; glue's preHandler gone, another plugin's kept",
+    )
   },
 )
 
