@@ -1,7 +1,6 @@
 /**
- * A TCP proxy in front of PostgreSQL that can be partitioned: bytes stop both ways
- * and no socket is closed, as when a network link drops packets, until it heals; or
- * cut: every connection is closed and new ones refused, as when the server goes away.
+ * A TCP proxy in front of PostgreSQL that can be partitioned (bytes stop both ways, no socket closes, until it heals)
+ * or cut (every connection closed, new ones refused, as when the server goes away).
  *
  * @module
  */
@@ -12,20 +11,11 @@ import type pg from 'pg'
 import type { TestContext } from './app.ts'
 
 /**
- * A {@link partitionProxy}: its `postgres://` URL; `partition` stops bytes both ways (new
- * connections held), `heal` forwards again, `healNew` forwards new connections only (held
- * ones stay held, as after a failover), `cut` closes all and refuses new ones until `heal`.
+ * Starts a proxy to `target` on a free loopback port, closed at teardown: its `postgres://` URL; `partition` stops
+ * bytes both ways (new connections held), `heal` forwards again, `healNew` forwards new connections only (held ones
+ * stay held, as after a failover), `cut` closes all and refuses new ones until `heal`.
  */
-export interface PartitionProxy {
-  readonly url: string
-  partition(): void
-  heal(): void
-  healNew(): void
-  cut(): void
-}
-
-/** Starts a {@link PartitionProxy} to `target` on a free loopback port; closed at teardown. */
-export async function partitionProxy(t: TestContext, target: string): Promise<PartitionProxy> {
+export async function partitionProxy(t: TestContext, target: string) {
   const upstream = new URL(target)
   const sockets = new Set<Socket>()
   /** Accepted during a partition, not yet connected upstream. */
@@ -57,8 +47,7 @@ export async function partitionProxy(t: TestContext, target: string): Promise<Pa
     client.pause()
     held.push(client)
   })
-  server.listen(0, '127.0.0.1')
-  await once(server, 'listening')
+  await once(server.listen(0, '127.0.0.1'), 'listening')
   t.teardown(() => {
     for (const socket of sockets) socket.destroy()
     server.close()
