@@ -177,6 +177,17 @@ t.test(
   },
 )
 
+t.test(
+  "Swagger UI's /docs/static/index.html redirects by a relative Location, so within the gateway's prefix",
+  async (t) => {
+    const path = `${GATEWAY_PREFIX}/docs/static/index.html`
+    const redirect = await send(gateway, get(path))
+    t.match(redirect, { statusCode: 302, headers: { location: '../' } })
+    const page = await send(gateway, get(new URL(String(redirect.headers.location), `https://gateway${path}`).pathname))
+    t.match(page, { statusCode: 200, body: /<title>Swagger UI<\/title>/ })
+  },
+)
+
 // With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/'; the service redirects /docs to docs/.
 for (const slash of ['/', '']) {
   const [docsPath, screenshot] = [`${GATEWAY_PREFIX}/docs${slash}`, `swagger-ui-gateway${slash ? '' : '-no-slash'}.png`]
