@@ -3,16 +3,16 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { stringify } from 'lossless-json'
 import type { OpenApiDocument } from '../contract.ts'
+import { stringify } from './exact-json/index.ts'
 
 export const DOCS_PREFIX = '/docs'
 
 async function docs(app: FastifyInstance, { document }: { document: unknown }): Promise<void> {
   await app.register(async (docs) => {
     await docs.register(swagger, { mode: 'static', specification: { document: document as OpenApiDocument } })
-    // Serialized once, here: lossless-json keeps every digit of a bigint.
-    const json = Buffer.from(String(stringify(document)))
+    // Serialized once, here: exact-json's stringify keeps every digit of a bigint.
+    const json = Buffer.from(stringify(document))
     const yaml = Buffer.from(docs.swagger({ yaml: true }))
     const documents: Readonly<Record<string, (request: FastifyRequest, reply: FastifyReply) => FastifyReply>> = {
       [`${DOCS_PREFIX}/json`]: (_request, reply) => reply.type('application/json; charset=utf-8').send(json),
