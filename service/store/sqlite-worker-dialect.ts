@@ -49,16 +49,16 @@ class SqliteWorkerDriver implements Driver {
     return this.connection
   }
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'))
+  beginTransaction(): Promise<void> {
+    return this.connection.begin()
   }
 
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'))
+  commitTransaction(): Promise<void> {
+    return this.connection.end('commit')
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'))
+  rollbackTransaction(): Promise<void> {
+    return this.connection.end('rollback')
   }
 
   async releaseConnection(): Promise<void> {}
@@ -67,6 +67,8 @@ class SqliteWorkerDriver implements Driver {
     return this.connection.close()
   }
 }
+
+const STOPPED_IN_TRANSACTION = "The store's worker stopped during the transaction"
 
 interface Pending {
   readonly resolve: (result: QueryResult<unknown>) => void
@@ -80,12 +82,16 @@ class WorkerConnection implements DatabaseConnection {
   private readonly pending = new Map<number, Pending>()
   private nextId = 0
   private closed = false
+  /** The worker whose connection holds the open transaction: no statement of it may run on another. */
+  private transactionOn: Worker | undefined
 
   constructor(config: SqliteWorkerDialectConfig) {
     this.config = config
   }
 
   executeQuery<R>({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.transactionOn !== undefined && this.transactionOn !== this.worker)
+      return Promise.reject(new StoreUnavailableError(STOPPED_IN_TRANSACTION))
     const worker = (this.worker ??= this.start())
     return new Promise((resolve, reject) => {
       const id = this.nextId++
@@ -93,6 +99,26 @@ class WorkerConnection implements DatabaseConnection {
       this.pending.set(id, { resolve: resolve as Pending['resolve'], reject })
       worker.postMessage({ id, sql, parameters })
     })
+  }
+
+  async begin(): Promise<void> {
+    await this.executeQuery(CompiledQuery.raw('begin'))
+    this.transactionOn = this.worker
+  }
+
+  /**
+   * A transaction whose worker stopped was rolled back with its connection: its commit fails as unavailable, its
+   * rollback has nothing left to do. A failed commit keeps it open for the rollback that follows.
+   */
+  async end(statement: 'commit' | 'rollback'): Promise<void> {
+    const lost = this.transactionOn !== undefined && this.transactionOn !== this.worker
+    if (lost && statement === 'commit') throw new StoreUnavailableError(STOPPED_IN_TRANSACTION)
+    try {
+      if (!lost) await this.executeQuery(CompiledQuery.raw(statement))
+    } finally {
+      if (statement === 'rollback') this.transactionOn = undefined
+    }
+    this.transactionOn = undefined
   }
 
   // eslint-disable-next-line require-yield
