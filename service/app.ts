@@ -1,19 +1,22 @@
 /** The application, built from openapi.yaml; server.ts listens. @module */
-import type { Server } from 'node:http'
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage, Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { Config } from './config.ts'
 import { loadContractReadings, operationMethods } from './contract.ts'
-import { clientErrorHandler, frameworkErrors } from './errors.ts'
+import { errorBody, httpErrorOf } from './errors.ts'
 import { int64Format } from './exact-integers.ts'
 import { RequestLogController } from './logging.ts'
 import operations, { type Operations } from './operations/index.ts'
 import { PlantService } from './operations/plant-service.ts'
+import { refuseTokenInQuery } from './operations/security.ts'
 import docs from './plugins/docs.ts'
-import http, { requestId } from './plugins/http.ts'
+import jsonBody from './plugins/json-body.ts'
 import metrics from './plugins/metrics.ts'
 import probes from './plugins/probes.ts'
 import protection from './plugins/protection.ts'
 import store from './plugins/store.ts'
+import strictHttp, { frameworkErrors } from './plugins/strict-http/index.ts'
 import tracing from './plugins/tracing.ts'
 
 export type { Operations } from './operations/index.ts'
@@ -46,7 +49,15 @@ export async function createApp(
   const app = Fastify(fastifyOptions(config, logger))
   if (config.otelExporterOtlpEndpoint !== undefined)
     await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
-  await app.register(http, config)
+  app.addHook('onRequest', async (request) => refuseTokenInQuery(request))
+  await app.register(strictHttp, {
+    errorBody,
+    mapError: httpErrorOf,
+    maxConnections: config.maxConnections,
+    // operations/ sends 100 Continue once authenticated.
+    continueBeforeBody: false,
+  })
+  await app.register(jsonBody)
   await app.register(metrics)
   await app.register(store, config)
   await app.register(probes)
@@ -65,6 +76,14 @@ export async function createApp(
   return app
 }
 
+const requestIdPattern = /^[\w\-.:]{1,128}$/
+
+/** Fastify's `genReqId`: the client's `X-Request-Id` when it is a plain token, else a new UUID. */
+export function requestId(request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
+}
+
 function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {
   return {
     logger,
@@ -76,12 +95,12 @@ function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger'
     requestTimeout: config.requestTimeoutMs,
     connectionTimeout: config.connectionTimeoutMs,
     http: {
-      // The http plugin answers a missing Host with the Error body; Node's check has none.
+      // strict-http answers a missing Host with the Error body; Node's check has none.
       requireHostHeader: false,
+      headersTimeout: config.headersTimeoutMs,
       // Node's default (30 s) would send the timeouts' 408 up to 30 s late.
       connectionsCheckingInterval: 1000,
     },
-    clientErrorHandler,
     frameworkErrors,
     // The probes plugin answers draining with the Error body.
     return503OnClosing: false,

@@ -1,4 +1,4 @@
-/** The operations of openapi.yaml, routed by fastify-openapi-glue to the service class and guarded by the security class. @module */
+/** The operations of openapi.yaml: glue routes them to the service class, guarded by the security class. @module */
 import bearerAuth from '@fastify/bearer-auth'
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
 import fp from 'fastify-plugin'
@@ -8,7 +8,6 @@ import type { OpenApiDocument } from '../contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
 import { exactInt64 } from '../exact-integers.ts'
 import type { ServiceParts } from './plant-service.ts'
-import { addMethodNotAllowed } from './routes.ts'
 import { Security } from './security.ts'
 
 /** A contract and the service class implementing it. */
@@ -35,9 +34,8 @@ async function operations(
   for (const scheme of Object.keys({ ...contract.components?.securitySchemes }))
     if (typeof Reflect.get(security, scheme) !== 'function')
       throw new Error(`No security handler for the scheme ${scheme}`)
-  addMethodNotAllowed(app, contract)
   await app.register(async (routes) => {
-    // The resolver cannot see the dereferenced schemas; onRoute can.
+    // onRoute sees the schemas glue dereferenced.
     routes.addHook('onRoute', exactInt64)
     const sets = operationSets(contract)
     routes.addHook('onRoute', (route) => authenticateBeforeBody(route, sets))
@@ -49,7 +47,7 @@ async function operations(
   })
 }
 
-export default fp(operations, { name: 'operations', dependencies: ['http', 'store', 'metrics', 'protection'] })
+export default fp(operations, { name: 'operations', dependencies: ['strict-http', 'store', 'metrics', 'protection'] })
 
 /**
  * glue runs the security class (the AND/OR of an operation's requirements) as a `preHandler`: after the body is

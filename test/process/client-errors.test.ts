@@ -7,9 +7,8 @@
  * @module
  */
 import { once } from 'node:events'
-import { createServer, type Socket } from 'node:net'
+import type { Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { clientErrorHandler } from '../../service/errors.ts'
 import { build, logSink, TOKEN } from '../helpers/app.ts'
 import { assertErrorBody, contractViolations } from '../helpers/contract.ts'
 import { exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
@@ -164,39 +163,48 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
   t.same(rejections, [], 'no rejection logged')
 })
 
-/** A connected pair of sockets: the server's side (passed to the handler) and the client's. */
-async function socketPair(t: Test): Promise<{ server: Socket; client: Socket; received: () => string }> {
-  const listener = createServer()
-  listener.listen(0, '127.0.0.1')
-  await once(listener, 'listening')
-  t.teardown(() => listener.close())
-  const accepted = once(listener, 'connection') as Promise<[Socket]>
-  const client = open({ url: `http://127.0.0.1:${(listener.address() as { port: number }).port}` })
+t.test(
+  'a request pipelined after a valid one and refused by the parser: the earlier answer first, then the Error body, then the close',
+  async (t) => {
+    const body = '{"id":31,"name":"Fern"}'
+    const create = `${POST}Content-Length: ${body.length}\r\n\r\n${body}`
+    const refused: Array<[string, string, number]> = [
+      ['a TLS handshake', '\x16\x03\x01garbage\r\n\r\n', 400],
+      ['headers over 16 KiB', `GET / HTTP/1.1\r\nHost: localhost\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, 431],
+    ]
+    for (const [what, after, status] of refused) {
+      for (const [first, answer] of [
+        [create, /^HTTP\/1\.1 200 OK\r\n[^]*\r\n\r\n\{"name":"Fern"\}HTTP\/1\.1 /],
+        ['GET /docs/json HTTP/1.1\r\nHost: localhost\r\n\r\n', /^HTTP\/1\.1 200 OK\r\n[^]*"openapi":[^]*\}HTTP\/1\.1 /],
+      ] as const) {
+        const socket = open({ url })
+        await once(socket, 'connect')
+        let text = ''
+        socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')))
+        socket.write(first + after)
+        await once(socket, 'close')
+        t.match(text, answer, `${what}: the earlier request's answer first`)
+        const rest = text.slice(text.lastIndexOf('HTTP/1.1 '))
+        t.match(rest, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`), `${what}: then ${status}`)
+        t.equal(JSON.parse(rest.slice(rest.indexOf('\r\n\r\n') + 4)).error, status, `${what}: its Error body`)
+      }
+    }
+    const other = '{"id":31,"name":"Ivy"}'
+    const stored = await exchange({ url }, `${POST}Content-Length: ${other.length}\r\n\r\n${other}`)
+    t.equal(stored.statusCode, 409, 'the create answered 200 is stored')
+  },
+)
+
+t.test('an unexpected connection error is answered 500 and logged as a failure, with its cause', async (t) => {
+  const accepted = once(app.server, 'connection') as Promise<[Socket]>
+  const client = open({ url })
   const [server] = await accepted
   let text = ''
   client.on('data', (chunk: Buffer) => (text += chunk.toString()))
-  return { server, client, received: () => text }
-}
-
-t.test('clientErrorHandler writes nothing over a response already begun on the connection', async (t) => {
-  const { server, client, received } = await socketPair(t)
-  Object.assign(server, { _httpMessage: { headersSent: true } })
-  clientErrorHandler.call(
-    app,
-    Object.assign(new Error('Parse Error: Invalid character in chunk size'), { code: 'HPE_INVALID_CHUNK_SIZE' }),
-    server,
-  )
+  app.server.emit('clientError', Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
   await once(client, 'close')
-  t.equal(received(), '', 'nothing written')
-  t.ok(server.destroyed, 'the connection is closed')
-})
-
-t.test('clientErrorHandler answers an unexpected connection error 500 and logs it as a failure', async (t) => {
-  const { server, client, received } = await socketPair(t)
-  clientErrorHandler.call(app, Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
-  await once(client, 'close')
-  t.match(received(), /^HTTP\/1\.1 500 Internal Server Error\r\n/)
-  t.match(received(), /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
+  t.match(text, /^HTTP\/1\.1 500 Internal Server Error\r\n/)
+  t.match(text, /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
   const failures = lines.filter((line) => line.msg === 'connection failed')
   t.match(
     failures,

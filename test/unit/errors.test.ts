@@ -1,22 +1,18 @@
 /**
- * `toErrorResponse` (service/errors.ts) on what no request can make the service throw:
+ * `toErrorResponse` (plugins/strict-http) on what no request can make the service throw:
  * anything but an HTTP error is 500 with nothing of the cause. The answers to requests
  * are compared with the contract's examples in test/app/contract-examples.test.ts.
  *
  * @module
  */
 import t from 'tap'
-import { toErrorResponse } from '../../service/errors.ts'
+import { httpErrorOf } from '../../service/errors.ts'
+import { toErrorResponse } from '../../service/plugins/strict-http/index.ts'
 
 t.test(
   'anything else than an HTTP error is 500 Internal Server Error, marked internal, with nothing of the cause',
   async (t) => {
-    const internal = {
-      statusCode: 500,
-      headers: {},
-      body: { error: 500, message: 'Internal Server Error' },
-      internal: true,
-    }
+    const internal = { statusCode: 500, headers: {}, message: 'Internal Server Error', internal: true }
     for (const error of [
       new Error('SQLITE_ERROR: no such table: plant'),
       Object.assign(new Error('server error with a status'), { statusCode: 502 }),
@@ -28,7 +24,7 @@ t.test(
       null,
       undefined,
     ]) {
-      t.strictSame(toErrorResponse(error), internal, String(error))
+      t.strictSame(toErrorResponse(httpErrorOf(error)), internal, String(error))
     }
   },
 )

@@ -10,7 +10,8 @@ import Fastify, { type FastifyRequest, type onRequestHookHandler, type RouteOpti
 import openapiGlue from 'fastify-openapi-glue'
 import t from 'tap'
 import { AJV_OPTIONS } from '../../service/app.ts'
-import { errorHandler } from '../../service/errors.ts'
+import { errorBody } from '../../service/errors.ts'
+import strictHttp from '../../service/plugins/strict-http/index.ts'
 import { exactInt64, forValidation, int64Format, numberOf } from '../../service/exact-integers.ts'
 import { parseJsonBody } from '../../service/json-body.ts'
 import { fixtureContract } from '../fixtures/plant-contract.ts'
@@ -176,7 +177,7 @@ t.test(
     // The fixture app, wired as the application wires its contract; getPlant answers with the id and revision it received, and their types.
     const app = Fastify({ ajv: AJV_OPTIONS })
     t.teardown(() => app.close())
-    app.setErrorHandler(errorHandler)
+    await app.register(strictHttp, { errorBody })
     app.addHook('onRoute', exactInt64)
     const getPlant = async ({ params, query }: GetPlant) => ({
       name: `${params.id}:${typeof params.id}`,

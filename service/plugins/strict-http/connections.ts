@@ -1,0 +1,126 @@
+/**
+ * Each connection's exchanges, seen through Node's public events only (the server's `connection` and `request`,
+ * the response's `close`): a bound on the answers a connection may owe, room for a new client at the cap, and
+ * an error answered after the answers ahead of it.
+ *
+ * @module
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+
+export interface ConnectionLimits {
+  /** Most open connections (`server.maxConnections`); at the cap the longest idle one is closed for a newcomer. */
+  maxConnections: number
+  /** Most requests a connection may have unanswered; past it the connection is closed at once. */
+  maxPipelined: number
+  /** Most milliseconds an error's answer waits for the answers ahead of it before the connection is destroyed. */
+  lingerMs: number
+}
+
+interface Exchange {
+  readonly request: IncomingMessage
+  readonly response: ServerResponse
+}
+
+interface Connection {
+  readonly socket: Socket
+  /** Handed to the application, not yet closed, in order. */
+  readonly inFlight: Exchange[]
+  /** Nothing more is handled: after an error, or past `maxPipelined`. */
+  closing: boolean
+  /** The error to answer once the answers ahead of it are written. */
+  failure?: Error
+  linger?: NodeJS.Timeout
+}
+
+/** Writes the error's answer (status line to body) on `socket`. */
+export type AnswerError = (socket: Socket, error: Error) => void
+
+/**
+ * Puts `server`'s `request` listeners (Fastify's handler) behind a gate that counts each connection's exchanges.
+ * @returns `fail`: the answer to a request that never reached a route (Node's parser rejected it, CONNECT).
+ */
+export function guardConnections(
+  server: Server,
+  limits: ConnectionLimits,
+  answer: AnswerError,
+): (error: Error, socket: Socket) => void {
+  const connections = new Map<Socket, Connection>()
+  // Served and now idle, longest idle first.
+  const idle = new Set<Socket>()
+  server.maxConnections = limits.maxConnections
+
+  // An idle keep-alive connection may be closed at any time (RFC 9112 §9.3); this keeps one place free.
+  const makeRoom = (): void => {
+    if (connections.size < limits.maxConnections) return
+    const [longestIdle] = idle
+    if (longestIdle === undefined) return
+    idle.delete(longestIdle)
+    longestIdle.destroy()
+  }
+
+  server.on('connection', (socket: Socket) => {
+    connections.set(socket, { socket, inFlight: [], closing: false })
+    socket.once('close', () => {
+      clearTimeout(connections.get(socket)?.linger)
+      connections.delete(socket)
+      idle.delete(socket)
+    })
+    makeRoom()
+  })
+
+  // The error's answer follows every answer already begun or owed to a whole request; a request whose body
+  // was still arriving gets the error as its answer, unless its own answer has begun (it would be corrupted).
+  const settle = (connection: Connection): void => {
+    const { socket, inFlight, failure } = connection
+    if (inFlight.some(({ request, response }) => request.complete || response.headersSent)) return
+    connection.failure = undefined
+    if (failure !== undefined && socket.writable) answer(socket, failure)
+    socket.end()
+  }
+
+  const answered = (connection: Connection, exchange: Exchange): void => {
+    connection.inFlight.splice(connection.inFlight.indexOf(exchange), 1)
+    if (!connections.has(connection.socket)) return
+    if (connection.failure !== undefined) return settle(connection)
+    if (connection.inFlight.length > 0) return
+    idle.add(connection.socket)
+    makeRoom()
+  }
+
+  const handlers = server.listeners('request')
+  server.removeAllListeners('request')
+  server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+    const connection = connections.get(request.socket)
+    if (connection !== undefined) {
+      if (connection.closing) return
+      if (connection.inFlight.length >= limits.maxPipelined) {
+        // Node parses a whole read (64 KiB) before pausing and buffers every answer of a client that does not read.
+        // Closed now, what it holds is freed at once; a pipelining client retries what went unanswered (RFC 9112 §9.3.2).
+        connection.closing = true
+        connection.socket.destroy()
+        return
+      }
+      const exchange = { request, response }
+      connection.inFlight.push(exchange)
+      idle.delete(connection.socket)
+      response.once('close', () => answered(connection, exchange))
+    }
+    for (const handler of handlers) handler.call(server, request, response)
+  })
+
+  return function fail(error: Error, socket: Socket): void {
+    const connection = connections.get(socket)
+    if (connection === undefined) {
+      answer(socket, error)
+      socket.destroy()
+      return
+    }
+    // After requests left unanswered an error would read as their answer; one answer per connection.
+    if (connection.closing) return
+    connection.failure = error
+    connection.closing = true
+    connection.linger = setTimeout(() => socket.destroy(), limits.lingerMs).unref()
+    settle(connection)
+  }
+}
