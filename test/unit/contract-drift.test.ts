@@ -1,6 +1,6 @@
 /**
- * The contract drift gate (api/compat.ts, `npm run check:compat`): each kind of breaking
- * edit to a copy of the released contract is reported; openapi.yaml and non-breaking edits pass.
+ * The contract drift gate (api/compat.ts, `npm run check:compat`): each kind of breaking edit to a copy of the
+ * released contract is reported; openapi.yaml and non-breaking edits pass.
  *
  * @module
  */
@@ -35,14 +35,7 @@ t.test('each kind of breaking edit is flagged', async (t) => {
       /409 response application\/json\.message: field removed/,
     ],
     [(doc) => (doc.components.schemas.Error.required = ['error']), /message: no longer required/],
-    [
-      (doc) =>
-        Object.assign(own(doc), {
-          properties: { ...own(doc).properties, colour: { type: 'string' } },
-          required: [...own(doc).required, 'colour'],
-        }),
-      /\.colour: new required field/,
-    ],
+    [(doc) => own(doc).required.push('colour') && (own(doc).properties.colour = {}), /\.colour: new required field/],
     [
       (doc) => (plant(doc).tag.type = 'integer'),
       /request application\/json\.tag: type narrowed \("string" -> "integer"\)/,
@@ -106,10 +99,7 @@ t.test('passes: the current openapi.yaml, non-breaking edits, recursive schemas 
   const newer = edited((doc) => {
     plant(doc).colour = { type: 'string' }
     own(doc).properties.id.type = 'number'
-    post(doc).responses['403'] = {
-      description: 'Forbidden',
-      content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
-    }
+    post(doc).responses['403'] = post(doc).responses['409'] // an Error body
     doc.paths['/plants'].get = { operationId: 'listPlants', responses: { '200': { description: 'The plants' } } }
     doc.components.headers['Retry-After'].schema.minimum = -1
   })

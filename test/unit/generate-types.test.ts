@@ -1,7 +1,6 @@
 /**
- * The type generator's command (api/types.ts `main`): it writes the module
- * `generateTypes` gives, and with `--check` fails on a stale file, naming it
- * (`npm run check:types` runs it on the committed types).
+ * The type generator's command (api/types.ts `main`): it writes the module `generateTypes` gives, and with `--check`
+ * fails on a stale file, naming it.
  *
  * @module
  */
