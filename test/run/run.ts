@@ -3,19 +3,22 @@
  * named, in order, after starting what they need: PostgreSQL from the npm registry
  * (`postgres-server.ts`; `TEST_POSTGRES_URL` names one instead) and Redis
  * (`redis-server` from PATH, else one at 127.0.0.1:6379; `TEST_REDIS_URL` names one).
- * A layer whose programs are missing is skipped, a test that needs something absent
- * skips itself (`test/helpers/needs.ts`); the run ends listing every skip and each
- * layer's result and time. Under `CI=true` a skip fails the run. Exits 0 when every
- * layer passed.
+ * What tap can do is in package.json's "tap" (the embedded layer's files, as globs;
+ * the coverage reports); this adds the services, the layers and the skips. A layer
+ * whose programs are missing is skipped, a test that needs something absent skips
+ * itself (`test/helpers/needs.ts`); the run ends listing every skip, each layer's
+ * result and time, and the embedded layer's coverage, kept in `.tap/report-embedded/`
+ * (later layers' tap runs clear `.tap/coverage`), failed tests or not. Under
+ * `CI=true` a skip fails the run. Exits 0 when every layer passed.
  *
  * @module
  */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { chownSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
+import { chownSync, cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
 import { connect } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
-import { delimiter, dirname, join, resolve } from 'node:path'
+import { delimiter, dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { freePort, isExecutable, onPath } from '../helpers/machine.ts'
 
@@ -26,6 +29,9 @@ const JOBS = `--jobs=${availableParallelism() + 1}`
 // Only the embedded layer's run has the coverage bar; package.json's "tap" just reports it.
 const COVERAGE_BAR = [JOBS, '--no-allow-incomplete-coverage', '--no-allow-empty-coverage']
 const NO_COVERAGE = [JOBS, '--disable-coverage']
+/** Where the embedded layer's coverage is kept: tap's report (`coverage-summary.json`) and its raw data. */
+const KEPT_REPORT = join(root, '.tap/report-embedded')
+const KEPT_DATA = join(root, '.tap/coverage-embedded')
 
 /** A program a layer needs from the machine, and how to install it. */
 interface Program {
@@ -40,6 +46,8 @@ interface Layer {
   readonly programs?: ReadonlyArray<Program>
   readonly commands: ReadonlyArray<ReadonlyArray<string>>
   readonly env?: (services: Services) => Record<string, string>
+  /** Keep tap's coverage report and data of this layer, and show its totals in the run's summary. */
+  readonly coverage?: boolean
 }
 
 interface Services {
@@ -64,7 +72,7 @@ const LAYERS: Record<string, Layer> = {
     ].map((script) => ['npm', 'run', '--silent', script]),
   },
   // package.json's tap.include on the embedded store, with the coverage bar.
-  embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]] },
+  embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]], coverage: true },
   // The tests whose outcome depends on the store, again with every app on PostgreSQL.
   postgres: {
     needs: ['postgres'],
@@ -237,6 +245,25 @@ async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.Pr
   return code ?? (signal === null ? 1 : 128)
 }
 
+/**
+ * Moves tap's coverage report to {@link KEPT_REPORT} and copies its data to {@link KEPT_DATA}, which no later
+ * layer clears. @returns the verdict and totals (`the 100% bar holds: lines 100% · …`), or why there are none.
+ */
+function keepCoverage(): string {
+  const report = join(root, '.tap/report')
+  for (const kept of [KEPT_REPORT, KEPT_DATA]) rmSync(kept, { recursive: true, force: true })
+  if (existsSync(join(root, '.tap/coverage'))) cpSync(join(root, '.tap/coverage'), KEPT_DATA, { recursive: true })
+  if (!existsSync(join(report, 'coverage-summary.json'))) return 'no coverage report (did tap start?)'
+  renameSync(report, KEPT_REPORT)
+  const { total } = JSON.parse(readFileSync(join(KEPT_REPORT, 'coverage-summary.json'), 'utf8')) as {
+    total: Record<string, { pct: number }>
+  }
+  const keys = ['lines', 'branches', 'functions', 'statements']
+  const verdict = keys.every((key) => total[key]?.pct === 100) ? 'the 100% bar holds' : 'BELOW the 100% bar'
+  const totals = keys.map((key) => `${key} ${total[key]?.pct}%`).join(' · ')
+  return `${verdict}: ${totals} (${relative(root, KEPT_REPORT)}/)`
+}
+
 /** One line per skip that `test/helpers/needs.ts` recorded in `file`: test, reason and count. */
 function skipsRecorded(file: string): string[] {
   const counts = new Map<string, number>()
@@ -260,6 +287,7 @@ async function main(names: string[]): Promise<number> {
   }
   const results: string[] = []
   const skips: string[] = []
+  const coverage: string[] = []
   const layers: Array<[string, Layer]> = []
   for (const name of names) {
     const layer = LAYERS[name]!
@@ -319,6 +347,10 @@ async function main(names: string[]): Promise<number> {
     results.push(
       `${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${Math.round((performance.now() - started) / 1000)} s`,
     )
+    if (layer.coverage) {
+      coverage.push(`${name}: ${keepCoverage()}`)
+      console.log(`\n== Coverage (${coverage.at(-1)}) ==`)
+    }
     failed ||= code !== 0
   }
 
@@ -329,6 +361,8 @@ async function main(names: string[]): Promise<number> {
   for (const skip of skips) console.log(`  ${skip}`)
   console.log('== Layers ==')
   for (const result of results) console.log(`  ${result}`)
+  if (coverage.length > 0) console.log('== Coverage ==')
+  for (const line of coverage) console.log(`  ${line}`)
   return failed || (CI && skips.length > 0) ? 1 : 0
 }
 
