@@ -41,7 +41,13 @@ export function stringify(value: unknown): string {
   return JSON.stringify(value, exactReplacer)
 }
 
-async function exactJson(app: FastifyInstance): Promise<void> {
+export interface ExactJsonOptions {
+  /** Remove Fastify's other body parsers, so any other media type, or a body without one, is 415; default false. */
+  onlyJson?: boolean
+}
+
+async function exactJson(app: FastifyInstance, options: ExactJsonOptions): Promise<void> {
+  if (options.onlyJson === true) app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     try {
       // A parser runs only for a request with a Content-Type.

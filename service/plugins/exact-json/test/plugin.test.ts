@@ -142,12 +142,11 @@ t.test('schemaless replies are serialized exactly; the serializer and the format
 })
 
 t.test(
-  "it replaces Fastify's JSON parser, or adds one where there is none, and leaves other media types alone",
+  "it replaces Fastify's JSON parser; with onlyJson other media types are 415, without they are read",
   async (t) => {
     const app = Fastify()
     t.teardown(() => app.close())
-    app.removeAllContentTypeParsers()
-    await app.register(exactJson)
+    await app.register(exactJson, { onlyJson: true })
     app.post('/', async (request) => ({ type: typeof (request.body as { id: unknown }).id }))
     const response = await app.inject({
       method: 'POST',
