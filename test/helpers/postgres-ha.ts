@@ -11,6 +11,7 @@ import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, 
 import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { parseEnv } from 'node:util'
 import pg from 'pg'
 import type { TestContext } from './app.ts'
 import { freePort } from './machine.ts'
@@ -128,12 +129,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   })
 
   // Debian's etcd unit: User=etcd, EnvironmentFile=/etc/default/etcd (etcd.env: KEY=value lines).
-  const etcd = Object.fromEntries(
-    [...readFileSync(join(HA_DIR, 'etcd.env'), 'utf8').matchAll(/^\s*([A-Z0-9_]+)=(.*)$/gm)].map((m) => [
-      m[1]!,
-      m[2]!.trim(),
-    ]),
-  )
+  const etcd = parseEnv(readFileSync(join(HA_DIR, 'etcd.env'), 'utf8'))
   const [peer, client] = [`http://127.0.0.1:${etcdPeer}`, `http://127.0.0.1:${etcdClient}`]
   const etcdEnv = {
     ...etcd,
