@@ -2,7 +2,7 @@
  * `node test/run/run.ts LAYER…` (`npm test`, the `test:*` scripts): runs the layers
  * named, in order, after starting what they need: PostgreSQL from the npm registry
  * (`postgres-server.ts`; `TEST_POSTGRES_URL` names one instead) and Redis
- * (`redis-server` from PATH, else one at 127.0.0.1:6379; `TEST_REDIS_URL` names one).
+ * (`redis-server` from PATH; `TEST_REDIS_URL` names one instead, e.g. `redis://127.0.0.1:6379`).
  * What tap can do is in package.json's "tap" (the embedded layer's files, as globs;
  * the coverage reports); this adds the services, the layers and the skips. A layer
  * whose programs are missing is skipped, a test that needs something absent skips
@@ -16,7 +16,6 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { chownSync, cpSync, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs'
-import { connect } from 'node:net'
 import { availableParallelism, tmpdir } from 'node:os'
 import { delimiter, dirname, join, relative, resolve } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -24,11 +23,16 @@ import { freePort, isExecutable, onPath } from '../helpers/machine.ts'
 
 const root = resolve(import.meta.dirname, '../..')
 const CI = process.env.CI === 'true'
-// Test files mostly wait (for processes, sockets, timers): one more at a time than cores.
-const JOBS = `--jobs=${availableParallelism() + 1}`
-// Only the embedded layer's run has the coverage bar; package.json's "tap" just reports it.
-const COVERAGE_BAR = [JOBS, '--no-allow-incomplete-coverage', '--no-allow-empty-coverage']
-const NO_COVERAGE = [JOBS, '--disable-coverage']
+/**
+ * tap's options for every layer, as tap reads them from the environment: test files mostly wait (for processes,
+ * sockets, timers), so one more at a time than cores; coverage only where a layer turns it on; a skip fails under CI.
+ */
+const TAP_ENV = {
+  TAP_JOBS: `${availableParallelism() + 1}`,
+  TAP_DISABLE_COVERAGE: '1',
+  ...(CI ? { TAP_FAIL_SKIP: '1' } : {}),
+}
+const npm = (script: string) => ['npm', 'run', '--silent', script]
 /** Where the embedded layer's coverage is kept: tap's report (`coverage-summary.json`) and its raw data. */
 const KEPT_REPORT = join(root, '.tap/report-embedded')
 const KEPT_DATA = join(root, '.tap/coverage-embedded')
@@ -69,43 +73,38 @@ const LAYERS: Record<string, Layer> = {
       'check:runtime',
       'check:gateway',
       'check:compat',
-    ].map((script) => ['npm', 'run', '--silent', script]),
+    ].map(npm),
   },
-  // package.json's tap.include on the embedded store, with the coverage bar.
-  embedded: { needs: ['postgres'], commands: [['tap', ...COVERAGE_BAR]], coverage: true },
+  // package.json's tap.include on the embedded store, with the coverage bar (package.json's "tap" only reports it).
+  embedded: {
+    needs: ['postgres'],
+    commands: [['tap', '--no-allow-incomplete-coverage', '--no-allow-empty-coverage']],
+    env: () => ({ TAP_DISABLE_COVERAGE: '0' }),
+    coverage: true,
+  },
   // The tests whose outcome depends on the store, again with every app on PostgreSQL.
   postgres: {
     needs: ['postgres'],
-    commands: [
-      [
-        'tap',
-        ...NO_COVERAGE,
-        'test/app/{create,errors,contract-examples,tracing}.test.ts',
-        'test/unit/group-commit.test.ts',
-      ],
-    ],
+    commands: [['tap', 'test/app/{create,errors,contract-examples,tracing}.test.ts', 'test/unit/group-commit.test.ts']],
     env: (services) => ({ TEST_DATABASE_URL: services.postgres! }),
   },
   // Prism, fast-check, the typed clients; the Arazzo workflow.
   external: {
     needs: [],
-    commands: [
-      ['tap', ...NO_COVERAGE, 'test/external/**/*.test.ts'],
-      ['npm', 'run', '--silent', 'test:workflow'],
-    ],
+    commands: [['tap', 'test/external/**/*.test.ts'], npm('test:workflow')],
   },
-  bench: { needs: [], commands: [['tap', ...NO_COVERAGE, 'bench/*.test.ts']] },
+  bench: { needs: [], commands: [['tap', 'bench/*.test.ts']] },
   // The built artifact through the process tests the build can break, then what holds only without tap's loader.
   artifact: {
     needs: ['postgres'],
     commands: [
-      ['npm', 'run', '--silent', 'build'],
-      ['tap', ...NO_COVERAGE, 'test/process/{server,tracing,data-dir,postgres}.test.ts', 'test/artifact/**/*.test.ts'],
+      npm('build'),
+      ['tap', 'test/process/{server,tracing,data-dir,postgres}.test.ts', 'test/artifact/**/*.test.ts'],
     ],
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },
   // Redis, root, Chromium: each test skips naming what is missing.
-  services: { needs: ['postgres', 'redis'], commands: [['tap', ...NO_COVERAGE, 'test/services/**/*.test.ts']] },
+  services: { needs: ['postgres', 'redis'], commands: [['tap', 'test/services/**/*.test.ts']] },
   deploy: {
     needs: ['postgres'],
     programs: [
@@ -121,7 +120,7 @@ const LAYERS: Record<string, Layer> = {
       },
     ],
     // One file at a time: each starts replicas, a Patroni cluster or Chromium, and together they starved two cores.
-    commands: [['tap', '--disable-coverage', '--jobs=1', 'test/deploy/**/*.test.ts']],
+    commands: [['tap', '--jobs=1', 'test/deploy/**/*.test.ts']],
   },
 }
 
@@ -221,21 +220,6 @@ async function startRedis(): Promise<string> {
   return `redis://127.0.0.1:${port}`
 }
 
-/** Whether a Redis at 127.0.0.1:6379 answers PING within 2 s. */
-async function redisAnswers(): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port: 6379 })
-    const done = (answer: boolean) => {
-      socket.destroy()
-      resolve(answer)
-    }
-    socket.setTimeout(2000, () => done(false))
-    socket.on('error', () => done(false))
-    socket.on('connect', () => socket.write('PING\r\n'))
-    socket.on('data', (data) => done(data.toString().startsWith('+PONG')))
-  })
-}
-
 /** Runs one command, output passed through. @returns its exit code. */
 async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<number> {
   console.log(`\n$ ${[name, ...args].join(' ')}`)
@@ -267,12 +251,7 @@ function keepCoverage(): string {
 /** One line per skip that `test/helpers/needs.ts` recorded in `file`: test, reason and count. */
 function skipsRecorded(file: string): string[] {
   const counts = new Map<string, number>()
-  let text = ''
-  try {
-    text = readFileSync(file, 'utf8')
-  } catch {
-    // never written: nothing was skipped
-  }
+  const text = existsSync(file) ? readFileSync(file, 'utf8') : '' // never written: nothing was skipped
   for (const line of text.split('\n').filter(Boolean)) {
     const { test, reason } = JSON.parse(line) as { test: string; reason: string }
     counts.set(`${test}: ${reason}`, (counts.get(`${test}: ${reason}`) ?? 0) + 1)
@@ -320,13 +299,12 @@ async function main(names: string[]): Promise<number> {
     }
   }
   if (needed('redis')) {
-    services.redis = process.env.TEST_REDIS_URL
-    if (services.redis === undefined && onPath('redis-server')) services.redis = await startRedis()
-    else if (services.redis === undefined && (await redisAnswers())) services.redis = 'redis://127.0.0.1:6379'
+    services.redis = process.env.TEST_REDIS_URL ?? (onPath('redis-server') ? await startRedis() : undefined)
   }
 
   const base: NodeJS.ProcessEnv = {
     ...process.env,
+    ...TAP_ENV,
     PATH: `${join(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,
     TEST_SKIPS_FILE: skipsFile,
     ...(services.postgres === undefined ? {} : { TEST_POSTGRES_URL: services.postgres }),
@@ -339,10 +317,7 @@ async function main(names: string[]): Promise<number> {
     let code = 0
     for (const command of layer.commands) {
       if (stopping || code !== 0) break
-      code = await runCommand(command[0] === 'tap' && CI ? [...command, '--fail-skip'] : command, {
-        ...base,
-        ...layer.env?.(services),
-      })
+      code = await runCommand(command, { ...base, ...layer.env?.(services) })
     }
     results.push(
       `${name}: ${code === 0 ? 'passed' : `FAILED (exit ${code})`} in ${Math.round((performance.now() - started) / 1000)} s`,
