@@ -1,4 +1,4 @@
-/** Types of glue's service class from openapi-typescript's `operations`, so drift from openapi.yaml fails to compile. @module */
+/** The service class's types, from openapi-typescript's `operations`: drift from openapi.yaml fails. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 
 type JsonBody<T> = T extends { content: { 'application/json': infer Body } } ? Body : undefined

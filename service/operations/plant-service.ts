@@ -1,4 +1,4 @@
-/** glue's service class: requests arrive authenticated and validated; replies are serialized by their status's schema. @module */
+/** The service class: requests arrive authenticated and validated; replies are serialized by schema. @module */
 import { HttpError } from '../errors.ts'
 import type { operations } from '../generated/openapi.ts'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.ts'

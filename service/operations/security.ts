@@ -1,4 +1,4 @@
-/** The security class, one method per security scheme of openapi.yaml; and the refusal of a token in the URL. @module */
+/** The security class, one method per security scheme of openapi.yaml; the refusal of a token in the URL. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError, UnauthorizedError } from '../errors.ts'
 import type { RouteLimits } from '../plugins/protection.ts'
@@ -41,7 +41,10 @@ export class Security {
   }
 }
 
-/** Refuses `access_token` in the query (RFC 6750 §2.3 allows it, but URLs get logged). @throws {HttpError} 400 (RFC 6750 §3.1). */
+/**
+ * Refuses `access_token` in the query (RFC 6750 §2.3 allows it, but URLs get logged).
+ * @throws {HttpError} 400 (RFC 6750 §3.1).
+ */
 export function refuseTokenInQuery(request: FastifyRequest): void {
   const query = request.query
   if (typeof query === 'object' && query !== null && Object.hasOwn(query, 'access_token')) {

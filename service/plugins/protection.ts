@@ -37,11 +37,14 @@ export type ProtectionConfig = Pick<
   | 'corsOrigins'
 >
 
-/** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis when configured. */
+/** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis if set. */
 export interface RouteLimits {
-  /** Per-token limit, run after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). @throws {Error} 429 past it. */
+  /** Per-token limit, after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). @throws 429. */
   readonly limitToken: ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
-  /** Counts a failed authentication per address (a valid token is never refused); `undefined` when off. @throws {HttpError} 429 past the budget. */
+  /**
+   * Counts a failed authentication per address (a valid token is never refused); `undefined` when off.
+   * @throws {HttpError} 429 past the budget.
+   */
   readonly countFailedAuthentication: ((request: FastifyRequest) => Promise<void>) | undefined
 }
 

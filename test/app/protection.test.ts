@@ -16,7 +16,7 @@ import { postPlant, type PostOptions } from '../helpers/post-plant.ts'
 
 const WRONG = 'wrong-token-0123456789abcdef'
 
-/** A request from `address` (the socket's, or the gateway's with `forwardedFor`) with `token` (none when undefined), and an `origin`. */
+/** A request from `address` (the socket's, or the gateway's with `forwardedFor`) with `token` (if any) and `origin`. */
 function from(address: string, token: string | undefined, forwardedFor?: string, origin?: string): PostOptions {
   return {
     from: address,
@@ -66,7 +66,7 @@ t.test(
 )
 
 t.test(
-  'failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token is never refused by it',
+  'failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token never refused',
   async (t) => {
     const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
     t.same(
@@ -131,7 +131,7 @@ t.test('a flood of new addresses does not reset the count of a known offender', 
 })
 
 t.test(
-  'behind a trusted gateway the forwarded address is the key, unless it is no IP address; untrusted, every client is the gateway',
+  'behind a trusted gateway the forwarded address is the key unless not an IP; untrusted, all clients are the gateway',
   async (t) => {
     const gateway = '10.0.0.2'
     const { stream, lines } = logSink()
@@ -202,7 +202,7 @@ t.test(
 )
 
 t.test(
-  'the failure limit off (AUTH_FAILURE_LIMIT_MAX=0), or Redis unreachable (fail open): failures stay 401, nothing is counted',
+  'the failure limit off (AUTH_FAILURE_LIMIT_MAX=0), or Redis unreachable (fail open): failures stay 401, none counted',
   async (t) => {
     const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
     const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
@@ -229,7 +229,7 @@ t.test(
 )
 
 t.test(
-  'a bearer token in the query string is 400 invalid_request on every route and method, and no log line holds it (RFC 6750 §2.3)',
+  'a bearer token in the query is 400 invalid_request on every route and method; no log line holds it (RFC 6750 §2.3)',
   async (t) => {
     const { stream, lines } = logSink()
     const app = await build(t, {}, { ...loggerOptions('info', false), stream })

@@ -40,7 +40,7 @@ const refuse = (status: number) => async () => {
   throw new HttpError(status, `refused ${status}`)
 }
 
-/** glue over `contract(security)` with `securityHandlers`, its security moved by authenticateBeforeBody; counts bodies parsed. */
+/** glue over `contract(security)` with `securityHandlers`, moved by authenticateBeforeBody; counts bodies parsed. */
 async function glued(security: OpenApiDocument['security'], securityHandlers: object) {
   const app = Fastify()
   const parsed = { bodies: 0, handedOver: 0 }
