@@ -47,31 +47,22 @@ async function startPrism(t: TestContext, contract: string, upstream: string, fl
   return url!
 }
 
-/** What Prism found wrong with one exchange: the `sl-violations` entries, and its own problem document. */
-interface Judgement {
-  status: number
-  body: string
-  violations: Array<{ location: string[]; severity: string; message: string }>
-  prismProblem: string | undefined
-}
-
 /** A createPlant request: its headers, and its body unless it has none. */
 type Sent = { headers: Record<string, string>; body?: PlantBody }
+type Violation = { location: string[]; severity: string; message: string }
 
-/** Sends `request` to `POST /plants` through the Prism at `base`, and reads its judgement. */
-async function send(base: string, request: Sent): Promise<Judgement> {
-  const response = await postPlant(base, request.body, { headers: request.headers, timeoutMs: 60_000 })
-  const header = response.headers['sl-violations']
-  const problem = response.headers['content-type']?.startsWith('application/problem+json')
-    ? (response.json() as { type: string }).type
-    : undefined
+/** Sends `request` through the Prism at `base`: the answer, Prism's `sl-violations`, and its own problem's type. */
+async function send(base: string, { body, headers }: Sent) {
+  const response = await postPlant(base, body, { headers, timeoutMs: 60_000 })
+  const [violations, type] = [response.headers['sl-violations'], response.headers['content-type']]
   return {
     status: response.statusCode,
     body: response.body,
-    violations: header === undefined ? [] : JSON.parse(String(header)),
-    prismProblem: problem,
+    violations: (violations === undefined ? [] : JSON.parse(String(violations))) as Violation[],
+    prismProblem: type?.startsWith('application/problem+json') ? String(response.json().type) : undefined,
   }
 }
+type Judgement = Awaited<ReturnType<typeof send>>
 
 const bearer = { authorization: `Bearer ${TOKEN}` }
 const json = (body: object, headers: Record<string, string> = bearer): Sent => ({
