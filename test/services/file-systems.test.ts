@@ -1,8 +1,7 @@
 /**
- * The embedded store's data directory on real file systems: a small tmpfs that fills up
- * under load, and a directory or store file of another user. Needs root (mount(8), a
- * process run as nobody); without it each test is skipped, naming it. A read-only
- * DATA_DIR is `test/process/data-dir.test.ts` and the container test's read-only volume.
+ * The embedded store's data directory on real file systems: a small tmpfs that fills up under load, and a directory
+ * or store file of another user. Needs root (mount(8), a process run as nobody). A read-only DATA_DIR:
+ * `test/process/data-dir.test.ts` and the container test.
  *
  * @module
  */
