@@ -1,6 +1,6 @@
 /** Group commit: concurrent creates share one transaction; a save waits at most one event-loop turn for a free connection. @module */
 import type { PlantRecord, SaveOutcome } from './plant-repository.ts'
-import { StoreUnavailableError } from './plant-repository.ts'
+import { StoreUnavailableError } from './store.ts'
 
 interface BatchWriter {
   saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
