@@ -67,22 +67,28 @@ export function parseJsonBody(body: Uint8Array | string): unknown {
   const shape = shapeOf(text)
   if (shape.depth > MAX_DEPTH)
     throw new ExactJsonError(400, `Body nests arrays and objects deeper than ${MAX_DEPTH} levels`)
-  if (shape.plain) {
-    // Every number a safe integer as written: JSON.parse reads the same, unless a member name repeats.
-    const value = parsedOrUndefined(text)
-    if (value !== undefined && membersOf(value) === shape.members) return value
+  return (shape.plain ? parsedIfSame(text, shape.members) : undefined) ?? losslessly(text)
+}
+
+/**
+ * JSON.parse's value of a body whose numbers are all safe integers as written, when it has all `members`
+ * (no repeated name); else `undefined`, for lossless-json to read (or refuse) it.
+ */
+export function parsedIfSame(text: string, members: number): unknown {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch {
+    return undefined
   }
-  return losslessly(text)
+  return membersOf(value) === members ? value : undefined
 }
 
 function losslessly(text: string): unknown {
-  let sawBigInt = false
   const parseNumber = (literal: string): number | bigint => {
     if (literal.length > MAX_NUMBER_LENGTH)
       throw new ExactJsonError(400, `A number in the request is longer than ${MAX_NUMBER_LENGTH} characters`)
-    const value = numberOf(literal)
-    sawBigInt ||= typeof value === 'bigint'
-    return value
+    return numberOf(literal)
   }
   const onDuplicateKey = ({ key, position }: { key: string; position: number }): never => {
     const quoted = key.length > QUOTED_KEY_LENGTH ? `${key.slice(0, QUOTED_KEY_LENGTH)}…` : key
@@ -98,15 +104,7 @@ function losslessly(text: string): unknown {
     if (error instanceof ExactJsonError) throw error
     throw new ExactJsonError(400, `Body is not valid JSON: ${(error as Error).message}`)
   }
-  return sawBigInt ? forValidation({ '': value }, '') : value
-}
-
-function parsedOrUndefined(text: string): unknown {
-  try {
-    return JSON.parse(text)
-  } catch {
-    return undefined
-  }
+  return forValidation({ '': value }, '')
 }
 
 /** Members of all objects in a parsed value. */
@@ -145,7 +143,7 @@ export function shapeOf(text: string): { depth: number; members: number; plain: 
     if (code === 0x22) inString = true
     else if (code === 0x3a) members++
     else if (code === 0x5b || code === 0x7b) {
-      if (++depth > deepest) deepest = depth
+      deepest = Math.max(deepest, ++depth)
       if (deepest > MAX_DEPTH) break
     } else if (code === 0x5d || code === 0x7d) depth--
   }

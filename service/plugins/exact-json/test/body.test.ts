@@ -11,6 +11,7 @@ import {
   MAX_DEPTH,
   MAX_NUMBER_LENGTH,
   parseJsonBody,
+  parsedIfSame,
   QUOTED_KEY_LENGTH,
   requireIdentityUtf8,
   shapeOf,
@@ -143,6 +144,11 @@ t.test('bytes that are not UTF-8 are a 400', async (t) => {
 })
 
 t.test('a content coding other than identity, or a charset other than UTF-8, is a 415', async (t) => {
+  t.equal(UTF8_ONLY, 'Unsupported Media Type: send the body as application/json in UTF-8 (RFC 8259 §8.1)')
+  t.equal(
+    IDENTITY_ONLY,
+    'Unsupported Media Type: send the body without a content coding (Content-Encoding: identity, RFC 9110 §8.4.1)',
+  )
   for (const type of [
     'application/json',
     'application/json; charset=utf-8',
@@ -178,9 +184,23 @@ t.test(
       t.equal(shapeOf(text).plain, false, text)
     t.equal(shapeOf('[123456789012345,123456789012345]').plain, true, 'the digit count restarts at each number')
     t.equal(shapeOf('["1234567890123456.e"]').plain, true, 'digits inside a string are text')
-    t.equal(shapeOf(`${'['.repeat(MAX_DEPTH + 1)}1.5`).depth, MAX_DEPTH + 1, 'the scan stops past the limit')
+    t.strictSame(
+      shapeOf(`${'['.repeat(MAX_DEPTH + 5)}1.5`),
+      { depth: MAX_DEPTH + 1, members: 0, plain: true },
+      'the scan stops past the limit',
+    )
   },
 )
+
+t.test('the fast path: JSON.parse when it reads every member, else nothing', async (t) => {
+  t.strictSame(parsedIfSame('{"a":1,"b":{"c":[1,{"d":2}]}}', 4), { a: 1, b: { c: [1, { d: 2 }] } })
+  t.strictSame(parsedIfSame('[1,[2,{"a":3}],{"b":null}]', 2), [1, [2, { a: 3 }], { b: null }])
+  t.equal(parsedIfSame('{"a":1,"b":{"c":[1,{"d":2}]}}', 3), undefined, 'one member fewer: a repeated name')
+  t.equal(parsedIfSame('{"a":1,"a":1}', 2), undefined, 'a repeated name, equal value')
+  t.equal(parsedIfSame('{"a":1,}', 1), undefined, 'not JSON: for lossless-json to say why')
+  t.equal(parsedIfSame('"x"', 0), 'x')
+  t.equal(parsedIfSame('5', 0), 5)
+})
 
 t.test('the fast path reads what the exact path reads', async (t) => {
   t.strictSame(parseJsonBody('{"id":123456789012345,"n":-5}'), { id: 123456789012345, n: -5 })
@@ -195,4 +215,10 @@ t.test('the fast path reads what the exact path reads', async (t) => {
   const proto = parseJsonBody('{"__proto__":{"polluted":1}}') as object
   t.strictSame(Object.keys(proto), ['__proto__'], '__proto__ is an own member')
   t.equal(Object.getPrototypeOf(proto), Object.prototype)
+  const exact = parseJsonBody('{"__proto__":{"x":1.5}}') as object
+  t.strictSame(
+    [Object.keys(exact), Object.getPrototypeOf(exact)],
+    [['__proto__'], Object.prototype],
+    'read exactly too',
+  )
 })
