@@ -111,6 +111,31 @@ t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS
   t.equal((await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })).statusCode, 200)
 })
 
+t.test(
+  'idle keep-alive connections after a 200 (probes, docs, metrics) never lock a new client out of MAX_CONNECTIONS',
+  async (t) => {
+    const { url } = await listen(t, { maxConnections: 20 })
+    const idle = await Promise.all(Array.from({ length: 20 }, () => connected({ url, localAddress: '127.0.0.2' })))
+    t.teardown(() => idle.forEach((socket) => socket.destroy()))
+    const paths = ['/health/live', '/health/ready', '/docs/json', '/metrics']
+    const answers = await Promise.all(
+      idle.map((socket, index) =>
+        until(socket, `${requestHead('GET', paths[index % paths.length]!)}\r\n`, (text) =>
+          /\r\n\r\n[^]*[}\n]$/.test(text),
+        ),
+      ),
+    )
+    t.equal(answers.filter(({ received }) => received.startsWith('HTTP/1.1 200 ')).length, 20, 'each got its 200')
+    const started = Date.now()
+    const created = await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })
+    t.equal(created.statusCode, 200)
+    t.ok(
+      Date.now() - started < 2000,
+      `a create from another address is answered within 2 s (${Date.now() - started} ms)`,
+    )
+  },
+)
+
 t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9110 §10.1.1)', async (t) => {
   const { url } = await listen(t)
   const body = '{"id":1,"name":"Ficus"}'

@@ -30,6 +30,8 @@ interface Connection {
   closing: boolean
   /** The error to answer once the answers ahead of it are written. */
   failure?: Error
+  /** The exchange whose body the error is in, if it was still arriving. */
+  failed?: Exchange
   linger?: NodeJS.Timeout
 }
 
@@ -75,7 +77,8 @@ export function guardConnections(
     const { socket, inFlight, failure } = connection
     if (inFlight.some(({ request, response }) => request.complete || response.headersSent)) return
     connection.failure = undefined
-    if (failure !== undefined && socket.writable) answer(socket, failure)
+    if (failure !== undefined && socket.writable && connection.failed?.response.headersSent !== true)
+      answer(socket, failure)
     socket.end()
   }
 
@@ -96,7 +99,8 @@ export function guardConnections(
       if (connection.closing) return
       if (connection.inFlight.length >= limits.maxPipelined) {
         // Node parses a whole read (64 KiB) before pausing and buffers every answer of a client that does not read.
-        // Closed now, what it holds is freed at once; a pipelining client retries what went unanswered (RFC 9112 §9.3.2).
+        // Closed now, what it holds is freed at once; a pipelining client retries what went unanswered
+        // (RFC 9112 §9.3.2).
         connection.closing = true
         connection.socket.destroy()
         return
@@ -119,6 +123,8 @@ export function guardConnections(
     // After requests left unanswered an error would read as their answer; one answer per connection.
     if (connection.closing) return
     connection.failure = error
+    const last = connection.inFlight.at(-1)
+    if (last?.request.complete === false) connection.failed = last
     connection.closing = true
     connection.linger = setTimeout(() => socket.destroy(), limits.lingerMs).unref()
     settle(connection)

@@ -1,4 +1,4 @@
-/** Any failure as its status, headers and error body: the one mapping the error handler and the socket writer share. @module */
+/** Any failure as its status, headers and message: one mapping for the handler and the socket. @module */
 import { STATUS_CODES } from 'node:http'
 
 /** Builds the error body from the status and the message; the default is Fastify's own shape. */

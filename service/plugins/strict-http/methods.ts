@@ -1,4 +1,4 @@
-/** "No such path" (404) told from "a known path, another method" (405 with `Allow`), from the routes as registered. @module */
+/** 404 (no such path) told from 405 with `Allow` (a known path, another method), from the routes registered. @module */
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
 
