@@ -36,7 +36,7 @@ export const ajvOptions = { customOptions: { coerceTypes: false }, onCreate: add
 const exactReplacer = (_key: string, value: unknown): unknown =>
   typeof value === 'bigint' ? JSON.rawJSON(value.toString()) : value
 
-/** JSON text of `value` with every `bigint` written digit for digit (`JSON.stringify` throws on one). */
+/** JSON text of `value` with every `bigint` digit for digit, for a reply without a schema (`JSON.stringify` throws). */
 export function stringify(value: unknown): string {
   return JSON.stringify(value, exactReplacer)
 }
@@ -58,7 +58,6 @@ async function exactJson(app: FastifyInstance, options: ExactJsonOptions): Promi
     }
   })
   app.addHook('onRoute', exactInt64)
-  app.setReplySerializer(stringify)
 }
 
 /** The plugin: register it before the routes it serves, with {@link ajvOptions} in Fastify's options. */

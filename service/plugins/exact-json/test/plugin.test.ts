@@ -50,7 +50,9 @@ async function orders(t: Test) {
       child: body.parent?.child,
     }),
   )
-  app.get('/unschemed', async () => ({ big: 2n ** 64n, small: 1n, list: [-(2n ** 63n)] }))
+  app.get('/unschemed', async (_request, reply) =>
+    reply.type('application/json').send(stringify({ big: 2n ** 64n, small: 1n, list: [-(2n ** 63n)] })),
+  )
   return { app, seen }
 }
 
@@ -127,19 +129,22 @@ t.test("415s and 400s through Fastify's own error handler", async (t) => {
   t.strictSame([duplicate.statusCode, duplicate.json().code], [400, 'EXACT_JSON_INVALID_BODY'])
 })
 
-t.test('schemaless replies are serialized exactly; the serializer and the format stand alone', async (t) => {
-  const { app } = await orders(t)
-  t.equal(
-    (await app.inject({ url: '/unschemed' })).body,
-    '{"big":18446744073709551616,"small":1,"list":[-9223372036854775808]}',
-  )
-  t.equal(stringify({ a: [1n, 'x', null], b: 2.5 }), '{"a":[1,"x",null],"b":2.5}')
-  const formats: Record<string, unknown> = {}
-  const ajv = { addFormat: (name: string, format: unknown) => void (formats[name] = format) }
-  t.equal(addInt64Format(ajv), ajv)
-  t.strictSame(formats, { int64: int64Format })
-  t.strictSame(ajvOptions.customOptions, { coerceTypes: false })
-})
+t.test(
+  'a reply without a schema, sent as the text of stringify, is exact; the serializer and the format stand alone',
+  async (t) => {
+    const { app } = await orders(t)
+    t.equal(
+      (await app.inject({ url: '/unschemed' })).body,
+      '{"big":18446744073709551616,"small":1,"list":[-9223372036854775808]}',
+    )
+    t.equal(stringify({ a: [1n, 'x', null], b: 2.5 }), '{"a":[1,"x",null],"b":2.5}')
+    const formats: Record<string, unknown> = {}
+    const ajv = { addFormat: (name: string, format: unknown) => void (formats[name] = format) }
+    t.equal(addInt64Format(ajv), ajv)
+    t.strictSame(formats, { int64: int64Format })
+    t.strictSame(ajvOptions.customOptions, { coerceTypes: false })
+  },
+)
 
 t.test(
   "it replaces Fastify's JSON parser; with onlyJson other media types are 415, without they are read",
