@@ -6,7 +6,6 @@ import openapiGlue, { type SecurityError } from 'fastify-openapi-glue'
 import type { AppConfig } from '../app.ts'
 import type { OpenApiDocument } from '../contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
-import { exactInt64 } from '../exact-integers.ts'
 import type { ServiceParts } from './plant-service.ts'
 import { Security } from './security.ts'
 
@@ -35,8 +34,6 @@ async function operations(
     if (typeof Reflect.get(security, scheme) !== 'function')
       throw new Error(`No security handler for the scheme ${scheme}`)
   await app.register(async (routes) => {
-    // onRoute sees the schemas glue dereferenced.
-    routes.addHook('onRoute', exactInt64)
     const sets = operationSets(contract)
     routes.addHook('onRoute', (route) => authenticateBeforeBody(route, sets))
     await routes.register(openapiGlue, {
@@ -83,6 +80,7 @@ export interface OperationSets {
   readonly bodyRequired: ReadonlySet<unknown>
 }
 
+/** glue hands an onRoute hook the operationId, not the operation: what {@link authenticateBeforeBody} reads of it. */
 export function operationSets(contract: OpenApiDocument): OperationSets {
   const operations = Object.values(contract.paths)
     .flatMap((item = {}) => Object.values(item))
