@@ -314,6 +314,7 @@ async function main(names: string[]): Promise<number> {
   for (const [name, layer] of layers) {
     if (stopping) break
     const started = performance.now()
+    if (layer.coverage) rmSync(join(root, '.tap/report'), { recursive: true, force: true }) // no earlier run's report
     let code = 0
     for (const command of layer.commands) {
       if (stopping || code !== 0) break
