@@ -42,19 +42,20 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
 function handOver(holder: unknown, path: MemberPath): void {
   if (typeof holder !== 'object' || holder === null) return
   const [name, ...rest] = path
+  if (name === EACH_ITEM && !Array.isArray(holder)) return
   const members = holder as Holder
-  for (const member of name === EACH_ITEM ? (Array.isArray(holder) ? Object.keys(holder) : []) : [name!]) {
+  for (const member of name === EACH_ITEM ? Object.keys(holder) : [name!]) {
     const value = members[member]
     if (rest.length > 0) handOver(value, rest)
     else if (typeof value === 'number') members[member] = members[EXACT]?.get(member) ?? BigInt(value)
   }
 }
 
-const PARTS = [
-  { part: 'body', schema: 'body' },
+const PARAMETERS = [
   { part: 'params', schema: 'params' },
   { part: 'query', schema: 'querystring' },
 ] as const
+const PARTS = [{ part: 'body', schema: 'body' }, ...PARAMETERS] as const
 
 /**
  * `onRoute` hook: plain-integer parameters become numbers before validation, `int64` members `bigint` after.
@@ -62,9 +63,9 @@ const PARTS = [
  */
 export function exactInt64(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Partial<Record<(typeof PARTS)[number]['schema'], Schema>>
-  const readers = PARTS.filter(({ part }) => part !== 'body')
-    .map(({ part, schema: name }) => ({ part, integers: integerMembers(schema[name]) }))
-    .filter(({ integers }) => integers.length > 0)
+  const readers = PARAMETERS.map(({ part, schema: name }) => ({ part, integers: integerMembers(schema[name]) })).filter(
+    ({ integers }) => integers.length > 0,
+  )
   if (readers.length > 0) {
     route.preValidation = [
       function readIntegerParameters(request: FastifyRequest, _reply: FastifyReply, done: () => void) {

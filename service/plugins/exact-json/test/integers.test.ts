@@ -117,6 +117,7 @@ t.test('int64 members are handed over through properties and allOf, nested, and 
     'items that are int64 themselves',
   )
   t.strictSame(handedOver('{"own":1}', array), { own: 1 }, 'not an array: left alone')
+  t.strictSame(handedOver('{"a":5}', { properties: { id: { items: int64 } } }), { a: 5 }, 'an object is no array')
 })
 
 t.test('an int64 below a keyword the hand-over does not follow stops the start, naming where', async (t) => {
@@ -162,3 +163,38 @@ t.test(
     t.equal((await app.inject({ url: '/' })).body, 'plain')
   },
 )
+
+/** `schema` as a route's, after the hook. */
+function routeOf(schema: object): RouteOptions {
+  const route = { method: 'POST', url: '/', handler: () => {}, schema } as RouteOptions
+  exactInt64(route)
+  return route
+}
+
+t.test(
+  'a route gets a reader of integer parameters, or a hand-over of int64 members, only when it has them',
+  async (t) => {
+    const none = routeOf({
+      params: { properties: { name: { type: 'string' } } },
+      querystring: { properties: { q: { type: 'number' } } },
+      body: { properties: { n: { type: 'integer' } } },
+    })
+    t.strictSame([none.preValidation, none.preHandler], [undefined, undefined])
+    const integers = routeOf({ querystring: { properties: { page: { type: ['integer', 'null'] } } } })
+    t.strictSame([[integers.preValidation].flat().length, integers.preHandler], [1, undefined])
+    const ids = routeOf({ body: { properties: { id: int64 } } })
+    t.strictSame([ids.preValidation, [ids.preHandler].flat().length], [undefined, 1])
+  },
+)
+
+t.test('only plain decimal strings of integer parameters are read: not the body, not other members', async (t) => {
+  const route = routeOf({
+    params: { properties: { id: { type: 'integer' }, name: { type: 'string' } } },
+    querystring: { properties: { page: { type: 'integer' } } },
+    body: { properties: { n: { type: 'integer' } } },
+  })
+  const request = { params: { id: '5', name: '6' }, query: { page: ['7'] }, body: { n: '8' } }
+  for (const hook of [route.preValidation].flat() as onRequestHookHandler[])
+    hook.call(Fastify(), request as unknown as FastifyRequest, {} as never, () => {})
+  t.strictSame(request, { params: { id: 5, name: '6' }, query: { page: ['7'] }, body: { n: '8' } })
+})
