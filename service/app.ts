@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto'
 import type { IncomingMessage, Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import { rememberPeer } from './client-address.ts'
 import type { Config } from './config.ts'
 import { loadContractReadings, operationMethods } from './contract.ts'
 import { errorBody, httpErrorOf } from './errors.ts'
@@ -47,6 +48,7 @@ export async function createApp(
   ops: Operations = plantStore(),
 ): Promise<FastifyInstance> {
   const app = Fastify(fastifyOptions(config, logger))
+  app.server.on('connection', rememberPeer)
   if (config.otelExporterOtlpEndpoint !== undefined)
     await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
   app.addHook('onRequest', async (request) => refuseTokenInQuery(request))
