@@ -26,7 +26,8 @@ export function numberOf(literal: string): number | bigint {
 export function forValidation(holder: Holder, key: string): unknown {
   const value = holder[key]
   if (typeof value === 'bigint') {
-    if (value < INT64_MIN || value > INT64_MAX) return value < 0n ? -OUT_OF_INT64 : OUT_OF_INT64
+    if (value < INT64_MIN) return -OUT_OF_INT64
+    if (value > INT64_MAX) return OUT_OF_INT64
     const exact = (holder[EXACT] ??= new Map())
     exact.set(key, value)
     return Number(value)
@@ -44,17 +45,17 @@ export const int64Format = {
   validate: (value: number): boolean => Number.isInteger(value) && value >= -(2 ** 63) && value <= 2 ** 63,
 }
 
-/** The exact integer a literal spells, capped at ±10^20 (outside int64); `undefined` with a fractional part. */
+/** The exact integer a JSON number literal spells, capped at ±10^20 (outside int64); `undefined` if fractional. */
 function integerOf(literal: string): bigint | undefined {
-  if (literal.length <= 20 && PLAIN_INTEGER.test(literal)) return BigInt(literal)
-  const [, sign, whole, fraction = '', exponent = '0'] = /^(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(literal)!
+  // `literal` is valid JSON: the match starts at 0 and takes it all.
+  const [, sign, whole, fraction = '', exponent] = /(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/.exec(literal)!
   const digits = (whole + fraction).replace(/^0+/, '')
   // Not `/0+$/`: it backtracks quadratically.
   let end = digits.length
-  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--
+  while (digits.charCodeAt(end - 1) === 48) end--
   const significant = digits.slice(0, end)
   if (significant === '') return 0n
-  const scale = Number(exponent) - fraction.length + (digits.length - significant.length)
+  const scale = Number(exponent ?? 0) - fraction.length + (digits.length - significant.length)
   if (scale < 0) return undefined
   const magnitude = significant.length + scale > 20 ? 10n ** 20n : BigInt(significant) * 10n ** BigInt(scale)
   return sign === '-' ? -magnitude : magnitude

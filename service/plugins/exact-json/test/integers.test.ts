@@ -81,7 +81,7 @@ t.test(
     for (const literal of ['9223372036854775808', '18446744073709551616', '1e30', '1.0e300', '9'.repeat(100)])
       t.equal(validated(literal), OUT_OF_INT64, literal.slice(0, 20))
     for (const literal of ['-9223372036854775809', '-1e30']) t.equal(validated(literal), -OUT_OF_INT64, literal)
-    for (const literal of ['1e1000000', '-1e1000000', `0.${'0'.repeat(80)}1e1000000`])
+    for (const literal of ['1e1000000', '-1e1000000', `0.${'0'.repeat(80)}1e1000000`, `1e${'9'.repeat(97)}`])
       t.notOk(int64Format.validate(validated(literal) as number), `a huge exponent: ${literal.slice(0, 12)}`)
     for (const value of [0, -1, 2 ** 53 + 2, 2 ** 63, -(2 ** 63)]) t.ok(int64Format.validate(value), String(value))
     for (const value of [OUT_OF_INT64, -OUT_OF_INT64, 1.5, Number.NaN, Infinity, -Infinity])
