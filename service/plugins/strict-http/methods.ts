@@ -33,15 +33,17 @@ export function observeRoutes(app: FastifyInstance): (request: FastifyRequest) =
     const allowed = new Map<string, string>()
     for (const method of methods) {
       const found = router.find(method, request.url)
-      if (found !== null) allowed.set(method, found.store as string)
+      if (found !== null) allowed.set(method, `${found.store}`)
     }
-    if (allowed.has('GET')) allowed.set('HEAD', allowed.get('GET')!)
-    const path = request.url.split('?')[0]
+    const get = allowed.get('GET')
+    if (get !== undefined) allowed.set('HEAD', get)
+    const [path = ''] = request.url.split('?')
     if (allowed.size === 0 || allowed.has(request.method))
       return httpError(404, `Route ${request.method} ${path} not found`)
     const allow = [...allowed.keys()].sort().join(', ')
     // The route's path as OpenAPI and RFC 6570 write it: `{id}`, not `:id`.
-    const template = [...allowed.values()][0]!.replace(/:(\w+)/g, '{$1}')
+    const [route = path] = allowed.values()
+    const template = route.replace(/:(\w+)/g, '{$1}')
     return httpError(405, `Method not allowed; ${template} allows ${allow}`, { allow })
   }
 }
