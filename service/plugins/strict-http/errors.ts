@@ -4,6 +4,7 @@ import { STATUS_CODES } from 'node:http'
 /** Builds the error body from the status and the message; the default is Fastify's own shape. */
 export type ErrorBody = (statusCode: number, message: string) => unknown
 
+/** Fastify's own error shape: `{ statusCode, error: <reason phrase>, message }`. */
 export const defaultErrorBody: ErrorBody = (statusCode, message) => ({
   statusCode,
   error: STATUS_CODES[statusCode],
