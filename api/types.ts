@@ -4,7 +4,7 @@
  * `npm run generate` writes the file; `npm run check:types` fails when it is stale.
  *
  * One option beyond openapi-typescript's defaults: an `int64` is a `bigint`, the
- * exact value the service hands its handlers (service/exact-integers.ts).
+ * exact value the service hands its handlers (service/plugins/exact-json/).
  *
  * @module
  */

@@ -6,13 +6,12 @@ import { rememberPeer } from './client-address.ts'
 import type { Config } from './config.ts'
 import { loadContractReadings, operationMethods } from './contract.ts'
 import { errorBody, httpErrorOf } from './errors.ts'
-import { int64Format } from './exact-integers.ts'
 import { RequestLogController } from './logging.ts'
 import operations, { type Operations } from './operations/index.ts'
 import { PlantService } from './operations/plant-service.ts'
 import { refuseTokenInQuery } from './operations/security.ts'
 import docs from './plugins/docs.ts'
-import jsonBody from './plugins/json-body.ts'
+import exactJson, { ajvOptions } from './plugins/exact-json/index.ts'
 import metrics from './plugins/metrics.ts'
 import probes from './plugins/probes.ts'
 import protection from './plugins/protection.ts'
@@ -29,12 +28,8 @@ export type AppConfig = Omit<
   'host' | 'port' | 'logLevel' | 'shutdownGraceMs' | 'shutdownDrainDelayMs' | 'tokenGenerated'
 >
 
-/** No coercion (openapi.yaml, "Integers"): `exactInt64` reads parameters instead. */
-export const AJV_OPTIONS = {
-  customOptions: { coerceTypes: false },
-  // After ajv-formats, so this int64 check replaces its own.
-  onCreate: (ajv) => ajv.addFormat('int64', int64Format),
-} satisfies FastifyServerOptions['ajv']
+/** exact-json's: no coercion (it reads integer parameters) and the exact int64 format (openapi.yaml, "Integers"). */
+export const AJV_OPTIONS = ajvOptions satisfies FastifyServerOptions['ajv']
 
 function plantStore(): Operations {
   const { document, exact } = loadContractReadings()
@@ -59,7 +54,7 @@ export async function createApp(
     // operations/ sends 100 Continue once authenticated.
     continueBeforeBody: false,
   })
-  await app.register(jsonBody)
+  await app.register(exactJson, { onlyJson: true })
   await app.register(metrics)
   await app.register(store, config)
   await app.register(probes)

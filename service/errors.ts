@@ -51,7 +51,7 @@ export function httpErrorOf(error: unknown): unknown {
   if (error instanceof StoreUnavailableError)
     return new ServiceUnavailableError('The store is unavailable; retry later')
   // Fastify's (no parser for the media type, none given) would echo the client's Content-Type.
-  if (!(error instanceof HttpError) && (error as { statusCode?: unknown } | null)?.statusCode === 415)
+  if ((error as { code?: unknown } | null)?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
     return new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
   return error
 }

@@ -127,10 +127,13 @@ export interface components {
         /**
          * @description The request has no `Content-Type`, or one other than
          *     `application/json` (RFC 9110 §15.5.16), or a `charset` other than
-         *     UTF-8: JSON is UTF-8 (RFC 8259 §8.1).
+         *     UTF-8: JSON is UTF-8 (RFC 8259 §8.1); or a `Content-Encoding` other
+         *     than `identity`: the service applies no content coding (RFC 9110 §8.4.1).
          */
         UnsupportedMediaType: {
             headers: {
+                /** @description With a content coding, `identity`, the only one read (RFC 9110 §12.5.3). */
+                "Accept-Encoding"?: string;
                 [name: string]: unknown;
             };
             content: {

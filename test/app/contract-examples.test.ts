@@ -123,6 +123,9 @@ const provokers: Record<
       headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' },
     }),
   },
+  'UnsupportedMediaType/contentCoding': {
+    answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-encoding': 'gzip' } }),
+  },
   'Unauthorized/missing': { answer: created(withTag, { headers: { 'content-type': 'application/json' } }) },
   'Conflict/conflict': {
     answer: async (t) => {

@@ -8,7 +8,7 @@
  */
 import t, { type Test } from 'tap'
 import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.ts'
-import { MAX_DEPTH, UTF8_ONLY } from '../../service/json-body.ts'
+import { MAX_DEPTH, UTF8_ONLY } from '../../service/plugins/exact-json/index.ts'
 import { build, JSON_HEADERS } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
