@@ -6,7 +6,6 @@ import openapiGlue, { type SecurityError } from 'fastify-openapi-glue'
 import type { AppConfig } from '../app.ts'
 import type { OpenApiDocument } from '../contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
-import { exactInt64 } from '../exact-integers.ts'
 import type { ServiceParts } from './plant-service.ts'
 import { Security } from './security.ts'
 
@@ -35,8 +34,6 @@ async function operations(
     if (typeof Reflect.get(security, scheme) !== 'function')
       throw new Error(`No security handler for the scheme ${scheme}`)
   await app.register(async (routes) => {
-    // onRoute sees the schemas glue dereferenced (until exact-json is registered at the root).
-    routes.addHook('onRoute', exactInt64)
     const sets = operationSets(contract)
     routes.addHook('onRoute', (route) => authenticateBeforeBody(route, sets))
     await routes.register(openapiGlue, {
