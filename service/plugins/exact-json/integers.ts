@@ -45,7 +45,7 @@ export const int64Format = {
   validate: (value: number): boolean => Number.isInteger(value) && value >= -(2 ** 63) && value <= 2 ** 63,
 }
 
-/** The exact integer a JSON number literal spells, capped at ±10^20 (outside int64); `undefined` if fractional. */
+/** The exact integer a JSON number literal of a finite double spells; `undefined` if fractional. */
 function integerOf(literal: string): bigint | undefined {
   // `literal` is valid JSON: the match starts at 0 and takes it all.
   const [, sign, whole, fraction = '', exponent] = /(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/.exec(literal)!
@@ -57,6 +57,7 @@ function integerOf(literal: string): bigint | undefined {
   if (significant === '') return 0n
   const scale = Number(exponent ?? 0) - fraction.length + (digits.length - significant.length)
   if (scale < 0) return undefined
-  const magnitude = significant.length + scale > 20 ? 10n ** 20n : BigInt(significant) * 10n ** BigInt(scale)
+  // At most about 400 digits: numberOf got here with a finite double.
+  const magnitude = BigInt(significant) * 10n ** BigInt(scale)
   return sign === '-' ? -magnitude : magnitude
 }
