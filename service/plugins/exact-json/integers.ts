@@ -49,7 +49,7 @@ export const int64Format = {
 function integerOf(literal: string): bigint | undefined {
   // `literal` is valid JSON: the match starts at 0 and takes it all.
   const [, sign, whole, fraction = '', exponent] = /(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/.exec(literal)!
-  const digits = (whole + fraction).replace(/^0+/, '')
+  const digits = whole + fraction
   // Not `/0+$/`: it backtracks quadratically.
   let end = digits.length
   while (digits.charCodeAt(end - 1) === 48) end--
