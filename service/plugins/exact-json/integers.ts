@@ -47,6 +47,7 @@ export const int64Format = {
 
 /** The exact integer a JSON number literal of a finite double spells; `undefined` if fractional. */
 function integerOf(literal: string): bigint | undefined {
+  if (PLAIN_INTEGER.test(literal)) return BigInt(literal)
   // `literal` is valid JSON: the match starts at 0 and takes it all.
   const [, sign, whole, fraction = '', exponent] = /(-?)(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?/.exec(literal)!
   const digits = whole + fraction

@@ -37,7 +37,9 @@ function validated(literal: string): unknown {
 t.test(
   'literals: safe integers are numbers, larger ones validated as their nearest double; each handed over exactly',
   async (t) => {
-    for (const literal of '0 -1 9007199254740991 -9007199254740991 1.0 1e2 12.5e1 0.0 -0.0e10'.split(' ')) {
+    for (const literal of '0 -1 9007199254740991 -9007199254740991 1.0 1e2 12.5e1 0.0 -0.0e10 0.00e-5 -0.0e-3'.split(
+      ' ',
+    )) {
       t.equal(numberOf(literal), Number(literal) + 0, literal)
       t.equal(handedOver(literal), BigInt(Number(literal)), literal)
     }
