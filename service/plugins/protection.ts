@@ -132,6 +132,7 @@ async function protection(
         app.log.warn({ err: error }, 'Redis of the rate limits is unreachable; the limits are off until it is back')
       down = true
     })
+    /* c8 ignore next 3 -- a Redis that comes back: test/services/redis.test.ts */
     redis.on('ready', () => {
       down = false
     })

@@ -192,6 +192,7 @@ t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unl
   const limit = openFileLimit()
   t.equal(limit, Number(execFileSync('sh', ['-c', 'ulimit -Sn'], { encoding: 'utf8' })), 'the soft RLIMIT_NOFILE')
   t.equal(loadConfig({}).maxConnections, Math.min(10_000, limit - 128))
+  t.equal(loadConfig({ MAX_CONNECTIONS: '500' }).maxConnections, 500, 'set')
 })
 
 t.test(
