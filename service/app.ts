@@ -9,7 +9,6 @@ import { errorBody, httpErrorOf } from './errors.ts'
 import { RequestLogController } from './logging.ts'
 import operations, { type Operations } from './operations/index.ts'
 import { PlantService } from './operations/plant-service.ts'
-import { refuseTokenInQuery } from './operations/security.ts'
 import docs from './plugins/docs.ts'
 import exactJson, { ajvOptions } from './plugins/exact-json/index.ts'
 import metrics from './plugins/metrics.ts'
@@ -46,7 +45,6 @@ export async function createApp(
   app.server.on('connection', rememberPeer)
   if (config.otelExporterOtlpEndpoint !== undefined)
     await app.register(tracing, { endpoint: config.otelExporterOtlpEndpoint })
-  app.addHook('onRequest', async (request) => refuseTokenInQuery(request))
   await app.register(strictHttp, {
     errorBody,
     mapError: httpErrorOf,

@@ -1,4 +1,4 @@
-/** The security class, one method per security scheme of openapi.yaml; the refusal of a token in the URL. @module */
+/** The security class, one method per security scheme of openapi.yaml. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError, UnauthorizedError } from '../errors.ts'
 import type { RouteLimits } from '../plugins/protection.ts'
@@ -26,10 +26,12 @@ export class Security {
 
   /**
    * The `bearerAuth` scheme (RFC 6750).
+   * @throws {HttpError} 400 for a token in the query, from {@link refuseTokenInQuery}.
    * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge; `invalid_token` when a bearer token was sent.
    * @throws {HttpError} 429 past the address's budget of failures, or the token's budget.
    */
   async bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    refuseTokenInQuery(request)
     const accepted = await new Promise<boolean>((resolve) =>
       this.#verifyBearerAuth(request, reply, (failure) => resolve(failure === undefined)),
     )
@@ -45,7 +47,7 @@ export class Security {
  * Refuses `access_token` in the query (RFC 6750 §2.3 allows it, but URLs get logged).
  * @throws {HttpError} 400 (RFC 6750 §3.1).
  */
-export function refuseTokenInQuery(request: FastifyRequest): void {
+function refuseTokenInQuery(request: FastifyRequest): void {
   const query = request.query
   if (typeof query === 'object' && query !== null && Object.hasOwn(query, 'access_token')) {
     throw new HttpError(

@@ -5,7 +5,7 @@ import { ServiceUnavailableError } from '../errors.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** Readiness turns 503 and every response closes its connection; `close()` does the same. */
+    /** Readiness turns 503 and every answer closes its connection (strict-http); `close()` does the same. */
     startDraining(): void
   }
 }
@@ -15,6 +15,7 @@ async function probes(app: FastifyInstance): Promise<void> {
   let draining = false
   app.decorate('startDraining', () => {
     draining = true
+    app.closeConnections()
   })
   app.addHook('preClose', (done) => {
     draining = true
@@ -32,10 +33,6 @@ async function probes(app: FastifyInstance): Promise<void> {
     }
     return { status: 'ready' }
   })
-  app.addHook('onSend', function closeWhenDraining(_request, reply, payload, done) {
-    if (draining) reply.header('connection', 'close')
-    done(null, payload)
-  })
 }
 
-export default fp(probes, { name: 'probes', dependencies: ['store'] })
+export default fp(probes, { name: 'probes', dependencies: ['strict-http', 'store'] })

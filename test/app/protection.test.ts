@@ -229,7 +229,7 @@ t.test(
 )
 
 t.test(
-  'a bearer token in the query is 400 invalid_request on every route and method; no log line holds it (RFC 6750 §2.3)',
+  'a bearer token in the query of an operation is 400 invalid_request; no log line holds it (RFC 6750 §2.3)',
   async (t) => {
     const { stream, lines } = logSink()
     const app = await build(t, {}, { ...loggerOptions('info', false), stream })
@@ -244,12 +244,8 @@ t.test(
       t.match(response.json(), { message: /^invalid_request: send the bearer token in the Authorization header/ })
       t.equal(response.headers['www-authenticate'], 'Bearer realm="plant-store", error="invalid_request"')
     }
-    for (const method of ['GET', 'TRACE', 'PROPFIND'])
-      t.equal(
-        (await app.inject({ method: method as 'GET', url: `/health/live?access_token=${TOKEN}` })).statusCode,
-        400,
-        method,
-      )
+    const probe = await app.inject({ url: `/health/live?access_token=${TOKEN}` })
+    t.equal(probe.statusCode, 200, 'a route without a security scheme reads no token')
     t.ok(lines.filter((line) => line.msg === 'request completed').length > 0, 'requests were logged')
     t.notMatch(JSON.stringify(lines), TOKEN, 'the token is in no log line')
   },

@@ -10,6 +10,13 @@ import { httpError, observeRoutes } from './methods.ts'
 
 export { CONNECT_REFUSED, defaultErrorBody, type ErrorBody, HOST_REQUIRED, toErrorResponse } from './errors.ts'
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** From now on every answer closes its connection (RFC 9112 §9.6), so clients move elsewhere; `close()` does too. */
+    closeConnections(): void
+  }
+}
+
 export interface StrictHttpOptions {
   /** The body of every error answer; default `{ statusCode, error, message }`. */
   errorBody?: ErrorBody
@@ -95,13 +102,23 @@ async function strictHttp(app: FastifyInstance, options: StrictHttpOptions): Pro
     })
   }
 
+  let closing = false
+  app.decorate('closeConnections', () => {
+    closing = true
+  })
+  app.addHook('preClose', (done) => {
+    closing = true
+    done()
+  })
+
   const notFound = observeRoutes(app)
   app.setErrorHandler(errorHandler)
   app.setNotFoundHandler(async (request) => {
     throw notFound(request)
   })
-  app.addHook('onRequest', (request, reply, done) => {
+  app.addHook('onRequest', function strictHttp(request, reply, done) {
     if (idHeader !== false) reply.header(idHeader, request.id)
+    if (closing) reply.header('connection', 'close')
     // Node's own Host check (`requireHostHeader`) answers without a body.
     if (request.headers.host === undefined && request.raw.httpVersion === '1.1') done(httpError(400, HOST_REQUIRED))
     // Before any body is read: no route takes it.

@@ -323,3 +323,11 @@ t.test('a connection error on a socket the plugin did not see, and a reset, are 
   t.notOk(lines.some((line) => (line.err as { code?: string } | undefined)?.code === 'ECONNRESET'))
   t.ok(lines.some((line) => line.msg === 'connection failed'))
 })
+
+t.test('after closeConnections every answer closes its connection; before it keep-alive stays', async (t) => {
+  const { app } = await bareApp(t)
+  t.equal((await app.inject({ url: '/things/1' })).headers.connection, 'keep-alive')
+  app.closeConnections()
+  t.equal((await app.inject({ url: '/things/1' })).headers.connection, 'close')
+  t.equal((await app.inject({ url: '/nothing' })).headers.connection, 'close')
+})
