@@ -10,7 +10,10 @@ export function rememberPeer(socket: Socket): void {
   void socket.remoteAddress
 }
 
-/** The last trusted hop before any non-IP entry (so `X-Forwarded-For` text is no new rate-limit key), normalised per RFC 5952. */
+/**
+ * The last trusted hop before any non-IP entry (so `X-Forwarded-For` text is no new rate-limit key),
+ * normalised per RFC 5952.
+ */
 export function clientAddress(request: FastifyRequest): string {
   const hops = request.ips ?? [request.ip]
   let address = hops[0]

@@ -86,7 +86,7 @@ const RESERVED_FILES = 128
 /** Fits a 512 MB container. */
 const DEFAULT_MAX_CONNECTIONS = 10_000
 
-/** Outside production a token is generated when none is set. @throws {ConfigError} naming the variable, never a secret. */
+/** Outside production a token is generated if none is set. @throws {ConfigError} naming the variable, not a secret. */
 export function loadConfig(env: NodeJS.ProcessEnv): Config {
   let settings: Settings
   try {
@@ -100,8 +100,9 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   for (const [index, token] of tokens.entries()) {
     if (!isStrongToken(token)) {
       throw new ConfigError(
-        `Invalid configuration: token #${index + 1} is malformed or guessable; a token must be at least 32 characters of ` +
-          'A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), at least 8 of them different, with no 8 in a row that repeat or count ' +
+        `Invalid configuration: token #${index + 1} is malformed or guessable; ` +
+          'a token must be at least 32 characters of A-Z a-z 0-9 - . _ ~ + / (RFC 6750 §2.1), ' +
+          'at least 8 of them different, with no 8 in a row that repeat or count ' +
           '(`aaaaaaaa`, `abcdefgh`, `76543210`) and no 8 that appear twice, so that it carries 128 bits or more: ' +
           'generate one with `openssl rand -base64 32`',
       )
@@ -114,7 +115,8 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   if (tokens.length === 0) {
     if (plain.NODE_ENV === 'production') {
       throw new ConfigError(
-        'Refusing to start: NODE_ENV=production and no bearer token is configured; set PLANT_STORE_TOKENS or PLANT_STORE_TOKENS_FILE',
+        'Refusing to start: NODE_ENV=production and no bearer token is configured; ' +
+          'set PLANT_STORE_TOKENS or PLANT_STORE_TOKENS_FILE',
       )
     }
     tokens.push(randomBytes(32).toString('base64url'))
@@ -163,7 +165,8 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
   }
   if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
     throw new ConfigError(
-      "Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it is limited and logged by; name the gateway's addresses instead",
+      'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it ' +
+        "is limited and logged by; name the gateway's addresses instead",
     )
   }
   return value === 'true' || value === 'false' ? value === 'true' : list

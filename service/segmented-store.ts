@@ -1,4 +1,7 @@
-/** In-process rate-limit store, a segmented LRU, so a flood of new addresses cannot evict a known attacker's count. @module */
+/**
+ * In-process rate-limit store, a segmented LRU, so a flood of new addresses cannot evict a known attacker's count.
+ * @module
+ */
 import { LruMap } from 'toad-cache'
 
 /** `current` hits so far, `ttl` ms left. */

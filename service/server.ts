@@ -27,7 +27,8 @@ try {
     // Not logged: a development convenience only.
     writeSync(
       1,
-      `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\nSwagger UI: ${address}${DOCS_PREFIX} (Authorize with the token above)\n\n`,
+      `\nNo PLANT_STORE_TOKENS configured: generated a token for this run:\n\n  ${config.tokens[0]}\n\n` +
+        `Swagger UI: ${address}${DOCS_PREFIX} (Authorize with the token above)\n\n`,
     )
   }
 } catch (error) {

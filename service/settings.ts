@@ -39,19 +39,24 @@ export const settingsSchema = {
       minLength: 1,
       default: 'data',
       description:
-        'Directory of the embedded store (`plants.sqlite3`); the service must be able to write it, or the start stops naming `DATA_DIR` and the reason.',
+        'Directory of the embedded store (`plants.sqlite3`); the service must be able to write it, ' +
+        'or the start stops naming `DATA_DIR` and the reason.',
     },
     PLANT_STORE_TOKENS: {
       type: 'string',
       default: '',
       description:
-        'Accepted bearer tokens, comma-separated (several, for rotation). Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, no 8 in a row that repeat or count (`abcdefgh`) and no 8 that appear twice: 128 bits or more when random (`openssl rand -base64 32`).',
+        'Accepted bearer tokens, comma-separated (several, for rotation). ' +
+        'Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, ' +
+        'no 8 in a row that repeat or count (`abcdefgh`) and no 8 that appear twice: ' +
+        '128 bits or more when random (`openssl rand -base64 32`).',
     },
     PLANT_STORE_TOKENS_FILE: {
       type: 'string',
       minLength: 1,
       description:
-        'A file with more tokens (separated by commas or white space), e.g. a container secret. Both variables may be used.',
+        'A file with more tokens (separated by commas or white space), e.g. a container secret. ' +
+        'Both variables may be used.',
     },
     BODY_LIMIT: {
       type: 'integer',
@@ -79,7 +84,8 @@ export const settingsSchema = {
       maximum: 600000,
       default: 0,
       description:
-        'After SIGTERM, time readiness answers 503 while requests are still served, before the listener closes. Shorter than the grace period.',
+        'After SIGTERM, time readiness answers 503 while requests are still served, before the listener closes. ' +
+        'Shorter than the grace period.',
     },
     DATABASE_URL: {
       type: 'string',
@@ -104,7 +110,8 @@ export const settingsSchema = {
       maximum: 3600000,
       default: 5000,
       description:
-        'PostgreSQL cancels a statement after this, and the service stops waiting 500 ms later if the server cannot answer (a network partition); the request gets 503.',
+        'PostgreSQL cancels a statement after this, and the service stops waiting 500 ms later if the server cannot ' +
+        'answer (a network partition); the request gets 503.',
     },
     DATABASE_CONNECT_TIMEOUT_MS: {
       type: 'integer',
@@ -124,13 +131,15 @@ export const settingsSchema = {
       maximum: 1000,
       default: 100,
       description:
-        'Most creates written in one transaction (see [performance](operations.md#performance)); `1` writes each alone.',
+        'Most creates written in one transaction (see [performance](operations.md#performance)); ' +
+        '`1` writes each alone.',
     },
     TRUST_PROXY: {
       type: 'string',
       default: 'false',
       description:
-        'Believe `X-Forwarded-*` from these hops: comma-separated gateway addresses/CIDRs, or `true` (every hop; refused in production).',
+        'Believe `X-Forwarded-*` from these hops: comma-separated gateway addresses/CIDRs, ' +
+        'or `true` (every hop; refused in production).',
     },
     RATE_LIMIT_MAX: {
       type: 'integer',
@@ -156,7 +165,8 @@ export const settingsSchema = {
       minimum: 0,
       default: 20,
       description:
-        "Failed authentications per window per client address (see `TRUST_PROXY`; IPv6 per /56, a subscriber's usual allocation); past it, failures are 429. A valid token is never refused for them. `0` off.",
+        "Failed authentications per window per client address (see `TRUST_PROXY`; IPv6 per /56, a subscriber's " +
+        'usual allocation); past it, failures are 429. A valid token is never refused for them. `0` off.',
     },
     AUTH_FAILURE_LIMIT_WINDOW_MS: {
       type: 'integer',
@@ -170,7 +180,8 @@ export const settingsSchema = {
       minimum: 0,
       default: 1000,
       description:
-        'Mean event-loop delay above which requests get 503; `0` off. Read from two seconds after ready: a slow start is not overload.',
+        'Mean event-loop delay above which requests get 503; `0` off. ' +
+        'Read from two seconds after ready: a slow start is not overload.',
     },
     LOAD_SHED_MAX_HEAP_BYTES: {
       type: 'integer',
@@ -189,7 +200,8 @@ export const settingsSchema = {
       maximum: 1000000,
       default: 0,
       description:
-        'Most open client connections; more are closed at once. `0`: 10,000 (about 14 KB each when idle), or the open-file limit less 128 (kept for the store, logs and the pool) if lower.',
+        'Most open client connections; more are closed at once. `0`: 10,000 (about 14 KB each when idle), or the ' +
+        'open-file limit less 128 (kept for the store, logs and the pool) if lower.',
     },
     KEEP_ALIVE_TIMEOUT_MS: {
       type: 'integer',
@@ -223,7 +235,8 @@ export const settingsSchema = {
       type: 'string',
       pattern: '^https?://',
       description:
-        'OpenTelemetry collector (`http://…:4318`): traces are exported to it over OTLP/HTTP (see [tracing](operations.md#tracing)). Unset: no tracing.',
+        'OpenTelemetry collector (`http://…:4318`): traces are exported to it over OTLP/HTTP (see ' +
+        '[tracing](operations.md#tracing)). Unset: no tracing.',
     },
   },
 } as const satisfies { type: 'object'; additionalProperties: false; properties: Record<string, SettingSchema> }

@@ -1,4 +1,7 @@
-/** OpenTelemetry tracing, imported only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (docs/operations.md, "Tracing"). @module */
+/**
+ * OpenTelemetry tracing, imported only when `OTEL_EXPORTER_OTLP_ENDPOINT` is set (docs/operations.md, "Tracing").
+ * @module
+ */
 import { FastifyOtelInstrumentation } from '@fastify/otel'
 import { type Context, context, propagation, SpanKind, SpanStatusCode, trace, type Tracer } from '@opentelemetry/api'
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks'
@@ -26,7 +29,7 @@ const DB_SYSTEM = { sqlite: 'sqlite', postgres: 'postgresql' } as const
 /** The context manager and propagator are process-wide in the API: set once. */
 let globalsSet = false
 
-/** A tracer provider per app, so two apps in one process do not share an exporter; spans go to `<endpoint>/v1/traces`. */
+/** A tracer provider per app, so two apps in one process share no exporter; spans go to `<endpoint>/v1/traces`. */
 export function startTracing(endpoint: string): Tracing {
   if (!globalsSet) {
     context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable())

@@ -1,4 +1,7 @@
-/** Group commit: concurrent creates share one transaction; a save waits at most one event-loop turn for a free connection. @module */
+/**
+ * Group commit: concurrent creates share one transaction; a save waits at most one event-loop turn for a connection.
+ * @module
+ */
 import type { PlantRecord, SaveOutcome } from './plant-repository.ts'
 import { StoreUnavailableError } from './store.ts'
 
@@ -41,7 +44,10 @@ export class GroupCommit {
     this.options = options
   }
 
-  /** Resolves once durable. @throws {StoreUnavailableError} when the store is unavailable; else only this plant's own error. */
+  /**
+   * Resolves once durable.
+   * @throws {StoreUnavailableError} when the store is unavailable; else only this plant's own error.
+   */
   save(plant: PlantRecord): Promise<SaveOutcome> {
     return new Promise((resolve, reject) => {
       this.queue.push({ plant, resolve, reject, context: this.options.tracer?.capture() })

@@ -7,7 +7,7 @@ export class MigrationError extends Error {
   override readonly name = 'MigrationError'
 }
 
-/** @returns the migrations applied now. @throws {MigrationError} unreachable, migrated by a newer release, or failed. */
+/** @returns the migrations applied. @throws {MigrationError} unreachable, migrated by a newer release, or failed. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
     throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
@@ -23,7 +23,8 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
     const missing = /previously executed migration (\S+) is missing/.exec(message)
     throw new MigrationError(
       missing
-        ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); refusing to start`
+        ? `The database was migrated by a newer release (it has migration ${missing[1]}, unknown to this one); ` +
+            'refusing to start'
         : `Migration failed: ${message}`,
       {
         cause: result.error,

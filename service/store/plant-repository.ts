@@ -21,7 +21,10 @@ export class PlantRepository {
     this.store = store
   }
 
-  /** One atomic INSERT; the losers are read back without a transaction, as rows never change. @throws {StoreUnavailableError} when unreachable or overloaded. */
+  /**
+   * One atomic INSERT; the losers are read back without a transaction, as rows never change.
+   * @throws {StoreUnavailableError} when unreachable or overloaded.
+   */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
     const first = new Map<string, PlantRecord>()
     for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)

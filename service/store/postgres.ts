@@ -12,7 +12,7 @@ import type { StoreSchema } from './schema.ts'
 import { type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 import { unavailableAs } from './unavailable.ts'
 
-/** Past `statement_timeout`, so a reachable server cancels first (57014) and the client gives up only on a partition. */
+/** Past `statement_timeout`: a reachable server cancels first (57014), the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
 
 /** SQLSTATE classes 08 and 53, 57P01–57P03 and 57014 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
@@ -26,10 +26,21 @@ function isPostgresUnavailable(error: unknown): boolean {
 }
 
 /** pg's own errors have no code. */
-const PG_UNAVAILABLE =
-  /timeout exceeded when trying to connect|Connection terminated|connection timeout|Client has encountered a connection error|Query read timeout/i
+const PG_UNAVAILABLE = new RegExp(
+  [
+    'timeout exceeded when trying to connect',
+    'Connection terminated',
+    'connection timeout',
+    'Client has encountered a connection error',
+    'Query read timeout',
+  ].join('|'),
+  'i',
+)
 
-/** Connects on first use; a statement unanswered past `query_timeout` fails as unavailable and its connection is destroyed. */
+/**
+ * Connects on first use;
+ * a statement unanswered past `query_timeout` fails as unavailable and its connection is destroyed.
+ */
 export function openPostgres(options: StoreOptions): Store {
   const db = new Kysely<StoreSchema>({
     dialect: unavailableAs(
@@ -63,7 +74,10 @@ export function openPostgres(options: StoreOptions): Store {
   }
 }
 
-/** Releases a connection whose query got no server answer with the error, so pg destroys it rather than reuse it mid-query. */
+/**
+ * Releases a connection whose query got no server answer with the error,
+ * so pg destroys it rather than reuse it mid-query.
+ */
 function discardingBroken(pool: pg.Pool, isServerError: (error: unknown) => boolean): PostgresPool {
   return {
     options: pool.options,

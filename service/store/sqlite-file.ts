@@ -1,4 +1,4 @@
-/** The embedded store's file as its worker opens it, and what the event loop and the worker say to each other. @module */
+/** The embedded store's file as its worker opens it, and what the event loop and worker say to each other. @module */
 import SQLite from 'better-sqlite3'
 
 /** Its directory must exist; every INTEGER is read as an exact bigint. `busyTimeoutMs`: SQLite's wait for a lock. */

@@ -1,4 +1,7 @@
-/** Kysely's SQLite dialect with its one connection on a worker thread (`sqlite-worker.ts`): the event loop only posts. @module */
+/**
+ * Kysely's SQLite dialect with its one connection on a worker thread (`sqlite-worker.ts`): the event loop only posts.
+ * @module
+ */
 import type { Worker } from 'node:worker_threads'
 import {
   CompiledQuery,

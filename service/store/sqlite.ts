@@ -85,7 +85,7 @@ class DiskState {
   /* c8 ignore stop */
 }
 
-/** @throws {ConfigError} naming `DATA_DIR` and the reason when this process cannot use it (checked before the worker starts). */
+/** @throws {ConfigError} naming `DATA_DIR` and why, when this process cannot use it (before the worker starts). */
 export function openSqlite(options: StoreOptions): Store {
   const file = join(options.dataDir, SQLITE_FILE)
   checkUsable(options.dataDir, file)
@@ -122,7 +122,7 @@ export function startSqliteWorker(file: string): Worker {
   return new Worker(WORKER_URL, { workerData: { file, busyTimeoutMs: BUSY_TIMEOUT_MS } satisfies WorkerData })
 }
 
-/** Checks write access first (SQLite would open the file read-only, and fail later), then opens it once and closes it. */
+/** Checks write access first (SQLite would open the file read-only, and fail later), then opens and closes it once. */
 function checkUsable(dataDir: string, file: string): void {
   try {
     try {

@@ -13,7 +13,10 @@ export interface StoreOptions extends Pick<
   readonly onWriteFailure?: ((error: Error) => void) | undefined
 }
 
-/** Nothing was stored; a retry later may succeed. Any query through {@link Store.db} fails with it when the store is unavailable. */
+/**
+ * Nothing was stored; a retry later may succeed.
+ * Any query through {@link Store.db} fails with it when the store is unavailable.
+ */
 export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError'
 }
@@ -22,7 +25,7 @@ export interface Store {
   /** Its queries reject with {@link StoreUnavailableError} when `isUnavailable` says so of their error. */
   readonly db: Kysely<StoreSchema>
   readonly dialect: 'sqlite' | 'postgres'
-  /** A retry may succeed: a {@link StoreUnavailableError}, or the database's error that {@link Store.db} turns into one. */
+  /** A retry may succeed: {@link StoreUnavailableError}, or a database error that {@link Store.db} turns into one. */
   isUnavailable(error: unknown): boolean
   /** Rejects while the embedded store's disk cannot take a write. */
   ping(): Promise<void>

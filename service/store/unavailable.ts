@@ -1,8 +1,12 @@
-/** Turns a dialect's "unavailable" errors into {@link StoreUnavailableError} for every query, transaction and connection. @module */
+/**
+ * Turns a dialect's "unavailable" errors into {@link StoreUnavailableError} for every query, transaction and
+ * connection.
+ * @module
+ */
 import type { DatabaseConnection, Dialect, Driver } from 'kysely'
 import { StoreUnavailableError } from './store.ts'
 
-/** `dialect`, whose failures that `isUnavailable` accepts reject with {@link StoreUnavailableError}, naming the cause. */
+/** `dialect`, where failures `isUnavailable` accepts reject with {@link StoreUnavailableError}, naming the cause. */
 export function unavailableAs(dialect: Dialect, isUnavailable: (error: unknown) => boolean): Dialect {
   return {
     createAdapter: () => dialect.createAdapter(),

@@ -50,7 +50,8 @@ async function timed(request: () => Promise<unknown>): Promise<number> {
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!
 
 t.test(
-  'an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not delayed',
+  'an adversarial number literal is 400 in the time of an ordinary 400 of its size, and a create beside it is not ' +
+    'delayed',
   async (t) => {
     const app = await build(t, { bodyLimit: 4 * SIZE })
 

@@ -24,7 +24,8 @@ const sentWith = (authorization: string | undefined, headers: RequestHeaders = {
 })
 
 t.test(
-  'no bearer token is 401 with the challenge and no error code; a wrong one with error="invalid_token", never echoed (RFC 6750 §3.1)',
+  'no bearer token is 401 with the challenge and no error code; a wrong one with error="invalid_token", never ' +
+    'echoed (RFC 6750 §3.1)',
   async (t) => {
     for (const authorization of [undefined, 'Basic dXNlcjpwYXNzd29yZA==', `Token ${TOKEN}`, 'Bearer']) {
       const response = await postPlant(app, PLANT, { t, headers: sentWith(authorization) })

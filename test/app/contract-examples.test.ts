@@ -71,7 +71,9 @@ function waitOf(example: ErrorExample): number {
   return Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
 }
 
-/** The example with the wait of the answer's `Retry-After` (the example's unless a second passed between the requests). */
+/**
+ * The example with the wait of the answer's `Retry-After` (the example's unless a second passed between the requests).
+ */
 function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorExample {
   const seconds = Number(answer.headers['retry-after'])
   t.ok(seconds <= waitOf(example) / 1000 && seconds > 0, `Retry-After ${seconds} within the window`)

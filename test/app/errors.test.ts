@@ -33,7 +33,8 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
 // Every method Node's parser accepts but CONNECT (a tunnel: 400), on every path of the
 // contract, whatever the body or its media type; HEAD where a path has no GET.
 t.test(
-  'every method a path of the contract has no operation for is 405 with Allow and the Error body, before any body is read (RFC 9110 §15.5.6)',
+  'every method a path of the contract has no operation for is 405 with Allow and the Error body, before any body ' +
+    'is read (RFC 9110 §15.5.6)',
   async (t) => {
     t.ok(METHODS.includes('TRACE') && METHODS.includes('QUERY') && METHODS.includes('PROPFIND'))
     for (const path of paths) {

@@ -113,7 +113,8 @@ t.test(`nesting deeper than ${MAX_DEPTH} levels is 400, beside an id past 2^53 t
 })
 
 t.test(
-  'extra members, __proto__ and constructor among them, are ignored, never stored, Object.prototype untouched; a name only inside one is no name',
+  'extra members, __proto__ and constructor among them, are ignored, never stored, Object.prototype untouched; a ' +
+    'name only inside one is no name',
   async (t) => {
     for (const [id, extra] of [
       [10, '"__proto__":{"polluted":"yes","tag":"inherited"}'],

@@ -13,7 +13,8 @@ t.test('liveness and readiness answer 200 with no token', async (t) => {
 })
 
 t.test(
-  'draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their connection',
+  'draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their ' +
+    'connection',
   async (t) => {
     const app = await build(t)
     app.startDraining()

@@ -43,7 +43,8 @@ t.test(
 )
 
 t.test(
-  'without a traceparent a trace of its own; a failed transaction is an error span; the 404 is traced by method, probes are not',
+  'without a traceparent a trace of its own; a failed transaction is an error span; the 404 is traced by method, ' +
+    'probes are not',
   async (t) => {
     const collector = await startCollector(t)
     const store = await freshStore(t)

@@ -13,7 +13,9 @@ import { postPlant } from '../helpers/post-plant.ts'
 // One app for the file: a rejected body stores nothing, so no test sees another's.
 const app = await build(t)
 
-/** Bodies that are not a NewPlant: each is 400, its message naming the field (`body/<field>`, or the missing property). */
+/**
+ * Bodies that are not a NewPlant: each is 400, its message naming the field (`body/<field>`, or the missing property).
+ */
 const rejected: Array<[string, string, RegExp]> = [
   ['an id sent as a string is 400, not coerced', '{"id":"12","name":"Fern"}', /^body\/id must be integer$/],
   ['an id sent as a boolean is 400, not coerced', '{"id":true,"name":"Fern"}', /^body\/id must be integer$/],

@@ -36,7 +36,8 @@ const problems = [
     : `client_header_timeout (${headerTimeout} ms) is longer than HEADERS_TIMEOUT_MS (${headersTimeoutMs} ms)`,
   idle < keepAliveTimeoutMs
     ? ''
-    : `the upstream keepalive_timeout (${idle} ms) is not shorter than KEEP_ALIVE_TIMEOUT_MS (${keepAliveTimeoutMs} ms)`,
+    : `the upstream keepalive_timeout (${idle} ms) ` +
+      `is not shorter than KEEP_ALIVE_TIMEOUT_MS (${keepAliveTimeoutMs} ms)`,
 ].filter(Boolean)
 for (const problem of problems) console.error(`deploy/nginx/nginx.conf: ${problem}`)
 console.log(

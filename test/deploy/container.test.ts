@@ -204,7 +204,8 @@ t.test('the image carries no compiler, no npm cache, no test or benchmark code, 
   t.strictSame(
     found,
     { ...expected, dist: ['openapi.yaml', 'scripts', 'service'] },
-    'no compiler or build tool, npm cache or configuration (nor a build-time one in /usr/local/etc), test or benchmark code',
+    'no compiler or build tool, npm cache or configuration (nor a build-time one in /usr/local/etc), test or ' +
+      'benchmark code',
   )
   const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', image]))
   t.equal(config.User, 'node', 'runs as node by default')

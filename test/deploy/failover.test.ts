@@ -35,12 +35,15 @@ const stored = async (node: PatroniNode) =>
   (
     await cluster.queryOn<{ stored: number; twice: number }>(
       node,
-      'select count(*) filter (where id = any($1::bigint[]))::int as stored, (count(*) - count(distinct id))::int as twice from plant',
+      'select count(*) filter (where id = any($1::bigint[]))::int as stored, (count(*) - count(distinct id))::int ' +
+        'as twice from plant',
       [created.map(String)],
     )
   )[0]!
 
-/** Puts load through the gateway, kills the leader once 200 creates succeed, and checks the answers and the new primary. */
+/**
+ * Puts load through the gateway, kills the leader once 200 creates succeed, and checks the answers and the new primary.
+ */
 async function loseThePrimary(t: Test, firstId: bigint): Promise<void> {
   const load = startLoad(gateway, token, firstId)
   const leader = await cluster.leader()
@@ -76,7 +79,8 @@ async function loseThePrimary(t: Test, firstId: bigint): Promise<void> {
     `all ${created.length} plants answered 200 are on it, none twice`,
   )
   t.comment(
-    `${leader.name} -> ${next.name}: writes back after ${recoverySeconds.toFixed(1)} s; meanwhile ${JSON.stringify(during)}`,
+    `${leader.name} -> ${next.name}: writes back after ${recoverySeconds.toFixed(1)} s; ` +
+      `meanwhile ${JSON.stringify(during)}`,
   )
 }
 

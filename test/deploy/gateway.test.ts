@@ -148,7 +148,8 @@ t.test("the client's address reaches the replicas' logs; an X-Forwarded-For the 
 })
 
 t.test(
-  'a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the Error body from the gateway, before authentication',
+  'a body up to BODY_LIMIT reaches a replica; a larger one is 413 with the Error body from the gateway, before ' +
+    'authentication',
   async (t) => {
     const fits = await send(gateway, post(bodyOf(bodyLimit, 200), AUTHORIZED))
     t.equal(fits.statusCode, 200, `${bodyLimit} bytes are stored`)
@@ -188,7 +189,8 @@ t.test(
   },
 )
 
-// With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/'; the service redirects /docs to docs/.
+// With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/';
+// the service redirects /docs to docs/.
 for (const slash of ['/', '']) {
   const [docsPath, screenshot] = [`${GATEWAY_PREFIX}/docs${slash}`, `swagger-ui-gateway${slash ? '' : '-no-slash'}.png`]
   t.test(
@@ -204,7 +206,8 @@ for (const slash of ['/', '']) {
 }
 
 t.test(
-  'clients that cut the connection at every phase of every exchange through the gateway stop neither replica; no token is logged',
+  'clients that cut the connection at every phase of every exchange through the gateway stop neither replica; no ' +
+    'token is logged',
   async (t) => {
     const exchanges = await cutEveryPhase({ url: gateway.origin, ca: gateway.ca }, token, {
       rounds: 6,

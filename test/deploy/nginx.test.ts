@@ -1,6 +1,7 @@
 /**
- * The example gateway (`deploy/nginx/`, real nginx, TLS) on its own, a recording server of the test behind it: what nginx answers by itself
- * (the contract's `Error` body, declared for `POST /plants`) and what it sends a replica. With the service behind it: `gateway.test.ts`.
+ * The example gateway (`deploy/nginx/`, real nginx, TLS) on its own, a recording server of the test behind it:
+ * what nginx answers by itself (the contract's `Error` body, declared for `POST /plants`) and what it sends a replica.
+ * With the service behind it: `gateway.test.ts`.
  *
  * @module
  */
@@ -123,7 +124,8 @@ t.test('what the gateway answers itself: the status, the Error body, no-store, n
 })
 
 t.test(
-  "every path below the prefix's /plants is passed on, the prefix replaced: an operation added there needs no change here",
+  "every path below the prefix's /plants is passed on, the prefix replaced: an operation added there needs no " +
+    'change here',
   async (t) => {
     for (const path of [
       `${PLANTS}/9007199254740993`,
@@ -148,9 +150,11 @@ t.test('a replica that does not answer: 504 with the Error body after the gatewa
   t.same(contractViolations(response), [])
 })
 
-// The service keeps a well-formed X-Request-Id and continues the trace of a traceparent: operations.test.ts, tracing.test.ts.
+// The service keeps a well-formed X-Request-Id and continues the trace of a traceparent: operations.test.ts,
+// tracing.test.ts.
 t.test(
-  "what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the client's traceparent, HTTP/1.1 kept alive",
+  'what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the ' +
+    "client's traceparent, HTTP/1.1 kept alive",
   async (t) => {
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
     const spoofed = {
@@ -212,7 +216,8 @@ t.test(
 const connection = (localAddress: string) => connected({ url: gateway.origin, ca: gateway.ca, localAddress })
 
 t.test(
-  'per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other addresses are served',
+  'per client address, past 100 requests in progress: 429 with Retry-After, no-store and the Error body; other ' +
+    'addresses are served',
   async (t) => {
     const held: Socket[] = []
     t.teardown(() => held.forEach((socket) => socket.destroy()))

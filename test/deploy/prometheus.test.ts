@@ -63,7 +63,10 @@ function drillConfig(targets: string[]): string {
   return stringify(config)
 }
 
-/** Starts Prometheus with `config` on a free loopback port, storage in a temporary directory; stopped at teardown. @returns its base URL once ready. */
+/**
+ * Starts Prometheus with `config` on a free loopback port, storage in a temporary directory; stopped at teardown.
+ * @returns its base URL once ready.
+ */
 async function startPrometheus(config: string): Promise<string> {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -126,7 +129,8 @@ const gateway = await startGateway(t, { upstreams: targets })
 const prometheus = await startPrometheus(drillConfig(targets))
 
 t.test(
-  `the database cut under load: ${ALERT} fires within its for: plus one evaluation interval of going pending, and resolves once the database is back`,
+  `the database cut under load: ${ALERT} fires within its for: plus one evaluation interval of going pending, ` +
+    'and resolves once the database is back',
   async (t) => {
     const load = startLoad(gateway, TOKEN, 1n, CLIENTS)
     t.teardown(() => load.stop())

@@ -72,7 +72,8 @@ t.test(
 )
 
 t.test(
-  'the body narrows to Plant on 200, to Error on 401 (with the challenge); a base URL with a trailing slash works alike',
+  'the body narrows to Plant on 200, to Error on 401 (with the challenge); a base URL with a trailing slash works ' +
+    'alike',
   async (t) => {
     const result = await new PlantStoreClient({ baseUrl: new URL(`${url}/`), token: TOKEN }).createPlant({
       id: 8n,
@@ -131,7 +132,8 @@ t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
 })
 
 t.test(
-  'openapi-fetch: create and replay 200 with the Plant as typed data; 409 and 400 (a string id, refused by the types) with a typed Error',
+  'openapi-fetch: create and replay 200 with the Plant as typed data; 409 and 400 (a string id, refused by the ' +
+    'types) with a typed Error',
   async (t) => {
     const typed = createClient<paths>({
       baseUrl: url,

@@ -21,7 +21,10 @@ const BODY_LIMIT = 65536
 // Four properties, each bounded by TIME_LIMIT_MS, plus building their apps.
 t.setTimeout(4 * TIME_LIMIT_MS + 30_000)
 
-/** Asserts that a property held on at least one run, with the seed and bounds above; a failure's report is in the diagnostics. */
+/**
+ * Asserts that a property held on at least one run, with the seed and bounds above; a failure's report is in the
+ * diagnostics.
+ */
 async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promise<void> {
   const details = await fc.check(property, {
     seed: Number(FC_SEED || 20260521),
@@ -170,7 +173,8 @@ const json = (payload: string | Buffer, status: Invalid['status'], kind: string)
 })
 /** Media types other than `application/json`, comma-separated (the last one empty: none). */
 const OTHER_TYPES =
-  'text/plain,application/xml,text/json,application/jsonx,application/json5,application/json-patch+json,application/x-www-form-urlencoded,multipart/form-data; boundary=x,*/*,application/*,json,'
+  'text/plain,application/xml,text/json,application/jsonx,application/json5,application/json-patch+json,' +
+  'application/x-www-form-urlencoded,multipart/form-data; boundary=x,*/*,application/*,json,'
 const mediaType = fc
   .oneof(
     fc.constantFrom(...OTHER_TYPES.split(',')),

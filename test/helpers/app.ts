@@ -23,14 +23,23 @@ import type { StoreOptions } from '../../service/store/store.ts'
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
 
-/** `TEST_DATABASE_URL` (`postgres://…`): every app built stores there, in a schema of its own; unset, the embedded store. */
+/**
+ * `TEST_DATABASE_URL` (`postgres://…`): every app built stores there, in a schema of its own; unset, the embedded
+ * store.
+ */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
-/** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else 127.0.0.1:5432. */
+/**
+ * PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else
+ * 127.0.0.1:5432.
+ */
 export const POSTGRES_URL =
   TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/** Creates an empty PostgreSQL database on {@link POSTGRES_URL}, dropped at `t`'s teardown. @returns its `postgres://` URL. */
+/**
+ * Creates an empty PostgreSQL database on {@link POSTGRES_URL}, dropped at `t`'s teardown. @returns its `postgres://`
+ * URL.
+ */
 export async function postgresDatabase(t: TestContext): Promise<string> {
   const name = `test_${randomBytes(6).toString('hex')}`
   const admin = async (statement: string) => {
@@ -50,7 +59,10 @@ export async function postgresDatabase(t: TestContext): Promise<string> {
  */
 let processDatabase: Promise<string> | undefined
 
-/** Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client inside it. */
+/**
+ * Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client
+ * inside it.
+ */
 export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
   const schema = `test_${randomBytes(6).toString('hex')}`
   const database = await (processDatabase ??= postgresDatabase(tap))
@@ -66,7 +78,10 @@ export async function postgresSchema(t: TestContext): Promise<{ url: string; cli
   return { url: url.toString(), client }
 }
 
-/** A fresh store (a data directory; with {@link TEST_DATABASE_URL} a schema), removed at teardown; pass it to {@link build} to share it. */
+/**
+ * A fresh store (a data directory; with {@link TEST_DATABASE_URL} a schema), removed at teardown; pass it to {@link
+ * build} to share it.
+ */
 export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -113,7 +128,10 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   }
 }
 
-/** Options to open a store directly in a test: the test defaults (a dropped idle connection is no failure), then `overrides`. */
+/**
+ * Options to open a store directly in a test: the test defaults (a dropped idle connection is no failure), then
+ * `overrides`.
+ */
 export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOptions {
   return { ...testConfig(), onConnectionError: () => {}, ...overrides }
 }
@@ -133,7 +151,10 @@ export async function build(
   return app
 }
 
-/** Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts (a test's deadlines never apply to start-up). */
+/**
+ * Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts (a test's deadlines
+ * never apply to start-up).
+ */
 export async function migratedApp(
   t: TestContext,
   overrides: Partial<AppConfig> & { databaseUrl: string },

@@ -11,7 +11,9 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/** A command that failed: a one-line message ending with {@link lastLine}, the last 40 lines of its output in `output`. */
+/**
+ * A command that failed: a one-line message ending with {@link lastLine}, the last 40 lines of its output in `output`.
+ */
 export class CommandError extends Error {
   override readonly name = 'CommandError'
   /** null when killed (timeout) or not started. */

@@ -90,7 +90,10 @@ export function contractViolations(response: AnyResponse): string[] {
   return bodyProblems(response, schemaAt(`${pointer}/content/application~1json/schema`))
 }
 
-/** Asserts that `response` is `status` with the `Error` body, `error` equal to the status (any route, or a gateway's own). */
+/**
+ * Asserts that `response` is `status` with the `Error` body, `error` equal to the status (any route, or a gateway's
+ * own).
+ */
 export function assertErrorBody(t: Test, response: AnyResponse, status: number): void {
   t.equal(response.statusCode, status, `status ${status}`)
   const problems = bodyProblems(response, schemaAt('#/components/schemas/Error'))

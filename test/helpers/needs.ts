@@ -22,12 +22,14 @@ export function missing(need: Need): string | undefined {
   switch (need) {
     case 'redis':
       return TEST_REDIS_URL === undefined
-        ? 'Redis: no TEST_REDIS_URL; npm run test:services starts redis-server if it is installed (apt-get install redis-server)'
+        ? 'Redis: no TEST_REDIS_URL; npm run test:services starts redis-server if it is installed ' +
+            '(apt-get install redis-server)'
         : undefined
     case 'root':
       return process.getuid?.() === 0
         ? undefined
-        : 'root: mounting small file systems and running the service as another user need root (run npm run test:services as root)'
+        : 'root: mounting small file systems and running the service as another user need root ' +
+            '(run npm run test:services as root)'
     case 'chromium':
       return isExecutable(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
     case 'promtool':
@@ -35,7 +37,9 @@ export function missing(need: Need): string | undefined {
   }
 }
 
-/** Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list), else `{}`. */
+/**
+ * Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list), else `{}`.
+ */
 export function requires(...needs: Need[]): { skip?: string } {
   const reasons = needs.map(missing).filter((reason) => reason !== undefined)
   if (reasons.length === 0) return {}

@@ -33,12 +33,17 @@ export const PLANTS = `${GATEWAY_PREFIX}/plants`
 const SERVER_PARAMETERS =
   /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
 
-/** A running gateway: `origin` (`https://127.0.0.1:<port>`), `url` (with the prefix), `ca` (its certificate), its access log. */
+/**
+ * A running gateway: `origin` (`https://127.0.0.1:<port>`), `url` (with the prefix), `ca` (its certificate), its access
+ * log.
+ */
 export type Gateway = Awaited<ReturnType<typeof startGateway>>
 
 /**
- * Starts nginx with the shipped configuration in front of `upstreams` (`host:port` each); stopped and removed at teardown.
- * @returns once it accepts connections. @throws when nginx is missing, refuses the configuration, or does not listen within 10 s.
+ * Starts nginx with the shipped configuration in front of `upstreams` (`host:port` each); stopped and removed at
+ * teardown.
+ * @returns once it accepts connections.
+ * @throws when nginx is missing, refuses the configuration, or does not listen within 10 s.
  */
 export async function startGateway(t: TestContext, { upstreams }: { upstreams: readonly string[] }) {
   if (!existsSync(NGINX)) throw new Error(`nginx is missing at ${NGINX} (apt-get install nginx-light)`)
@@ -98,7 +103,10 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
   }
 }
 
-/** Writes a self-signed P-256 certificate for `localhost` and 127.0.0.1 (one day) and its key, PEM, with `openssl`. @throws when openssl fails. */
+/**
+ * Writes a self-signed P-256 certificate for `localhost` and 127.0.0.1 (one day) and its key, PEM, with `openssl`.
+ * @throws when openssl fails.
+ */
 export async function selfSignedCertificate(cert: string, key: string): Promise<void> {
   const subject = ['-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1']
   await run(
@@ -140,7 +148,9 @@ export function get(path: string): string {
   return wholeRequest('GET', path)
 }
 
-/** Sends raw bytes to `gateway` over TLS (string parts as separate writes), from `localAddress`, and reads the response. */
+/**
+ * Sends raw bytes to `gateway` over TLS (string parts as separate writes), from `localAddress`, and reads the response.
+ */
 export async function send(gateway: Gateway, raw: string | string[], localAddress?: string): Promise<RawResponse> {
   return exchange({ url: gateway.origin, ca: gateway.ca, localAddress }, raw)
 }
@@ -157,7 +167,10 @@ export function errorBody(t: Test, response: RawResponse, status: number): void 
   t.match(response.headers['x-request-id'], /^[0-9a-f]{32}$/, "the gateway's request id")
 }
 
-/** Who answered `response`, from the access log: `upstream` (replicas tried, `, `-separated; empty when nginx answered itself) and its status. */
+/**
+ * Who answered `response`, from the access log: `upstream` (replicas tried, `, `-separated; empty when nginx answered
+ * itself) and its status.
+ */
 export async function answeredBy(
   gateway: Gateway,
   response: RawResponse,

@@ -86,7 +86,8 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
 /** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live, not from a snapshot). */
 export async function blockedBy(client: pg.Client): Promise<boolean> {
   const { rows } = await client.query(
-    'select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() = any(pg_blocking_pids(w.pid))',
+    'select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() ' +
+      '= any(pg_blocking_pids(w.pid))',
   )
   return rows[0].n > 0
 }

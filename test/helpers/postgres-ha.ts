@@ -173,7 +173,10 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
         earlier += patroni?.output() ?? ''
         patroni = startAs(uid, gid, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
       },
-      /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are gone. */
+      /**
+       * `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are
+       * gone.
+       */
       async kill() {
         const patroniPid = patroni?.child.pid
         const pids = [...(patroniPid && !gone(patroniPid) ? [patroniPid] : []), ...postgresProcesses(dataDir)]

@@ -20,7 +20,10 @@ export interface ServiceProcess {
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
-/** Spawns the service with `env` and waits until it listens; killed at teardown. @throws when it exits first or does not listen in time. */
+/**
+ * Spawns the service with `env` and waits until it listens; killed at teardown. @throws when it exits first or does not
+ * listen in time.
+ */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
@@ -60,7 +63,10 @@ export async function completedLogLine(service: ServiceProcess, requestId: strin
   return JSON.parse(line) as Record<string, unknown>
 }
 
-/** Runs the service (as `runAs`, a user and group id, else the test's user) until it exits by itself; returns its exit code and output. */
+/**
+ * Runs the service (as `runAs`, a user and group id, else the test's user) until it exits by itself; returns its exit
+ * code and output.
+ */
 export async function runToExit(
   env: Record<string, string>,
   runAs?: { uid: number; gid: number },

@@ -26,7 +26,10 @@ export async function launchChromium(t: TestContext): Promise<Browser> {
   return browser
 }
 
-/** Opens `url` in a browser context of its own (loopback only, the gateway's certificate accepted; closed at teardown) once Swagger UI shows the document. */
+/**
+ * Opens `url` in a browser context of its own (loopback only, the gateway's certificate accepted; closed at teardown)
+ * once Swagger UI shows the document.
+ */
 export async function openDocs(t: Test, browser: Browser, url: string) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ignoreHTTPSErrors: true })
   t.teardown(() => context.close())
@@ -69,7 +72,10 @@ export async function authorize(page: Page, token: string): Promise<void> {
   await dialog.waitFor({ state: 'detached' })
 }
 
-/** Runs POST /plants through "Try it out" with `body`. @returns the live response's status and body text, and the request URL shown. */
+/**
+ * Runs POST /plants through "Try it out" with `body`. @returns the live response's status and body text, and the
+ * request URL shown.
+ */
 export async function tryItOut(page: Page, body: object) {
   const operation = page.locator(CREATE_PLANT)
   await operation.locator('.opblock-summary').click()
@@ -89,7 +95,10 @@ export async function tryItOut(page: Page, body: object) {
 type TriedPlant = { id: number; name: string; tag: string }
 const artifact = (name = '') => fileURLToPath(new URL(`../../artifacts/${name}`, import.meta.url))
 
-/** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to `artifacts/<screenshot>`. */
+/**
+ * In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to
+ * `artifacts/<screenshot>`.
+ */
 export async function createsPlant(
   t: Test,
   page: Page,
@@ -106,7 +115,10 @@ export async function createsPlant(
   await page.screenshot({ path: artifact(screenshot) })
 }
 
-/** Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page carries the prefix (access log). */
+/**
+ * Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page
+ * carries the prefix (access log).
+ */
 export async function createsPlantThroughGateway(
   t: Test,
   browser: Browser,

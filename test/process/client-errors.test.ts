@@ -80,7 +80,8 @@ t.test('what the HTTP parser refuses is answered with the Error body and the con
 })
 
 t.test(
-  'headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, not before',
+  'headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, ' +
+    'not before',
   async (t) => {
     const { stream, lines } = logSink()
     const slow = await build(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, { level: 'info', stream })
@@ -164,7 +165,8 @@ t.test('a client that resets its connection amid the headers gets nothing, and n
 })
 
 t.test(
-  'a request pipelined after a valid one and refused by the parser: the earlier answer first, then the Error body, then the close',
+  'a request pipelined after a valid one and refused by the parser: the earlier answer first, then the Error body, ' +
+    'then the close',
   async (t) => {
     const body = '{"id":31,"name":"Fern"}'
     const create = `${POST}Content-Length: ${body.length}\r\n\r\n${body}`

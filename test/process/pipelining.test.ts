@@ -17,7 +17,8 @@ const residentMb = (pid: number) =>
   Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 
 t.test(
-  '20 connections each pipelining 3,000 requests in one write and never reading: /health/live on another connection answered for 15 s; RSS grows by 100 MB at most',
+  '20 connections each pipelining 3,000 requests in one write and never reading: /health/live on another connection ' +
+    'answered for 15 s; RSS grows by 100 MB at most',
   async (t) => {
     const { dataDir } = await freshStore(t)
     const service = await startService(t, { DATA_DIR: dataDir })

@@ -12,7 +12,8 @@ import { postPlant } from '../helpers/post-plant.ts'
 const PARTITION_MS = 10000
 
 t.test(
-  'a partition to PostgreSQL: creates get 503 with Retry-After within the statement plus connect timeouts; writes are back at the heal; nothing lost or stored twice',
+  'a partition to PostgreSQL: creates get 503 with Retry-After within the statement plus connect timeouts; writes ' +
+    'are back at the heal; nothing lost or stored twice',
   async (t) => {
     const { url, client } = await postgresSchema(t)
     const proxy = await partitionProxy(t, url)

@@ -1,4 +1,7 @@
-/** PostgreSQL in production shape, whatever store the suite uses: replicas on one database, outages, migrations, shutdown under load. */
+/**
+ * PostgreSQL in production shape, whatever store the suite uses: replicas on one database, outages, migrations,
+ * shutdown under load.
+ */
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
@@ -24,7 +27,8 @@ const onDatabase = (t: Test, url: string) => ({
 })
 
 t.test(
-  'two replicas on one database: the same id is stored once; identical content is 200 on both, different content one 200 and 409s',
+  'two replicas on one database: the same id is stored once; identical content is 200 on both, different content ' +
+    'one 200 and 409s',
   async (t) => {
     const { url, client } = await postgresSchema(t)
     const [a, b] = await Promise.all([startService(t, onDatabase(t, url)), startService(t, onDatabase(t, url))])
@@ -44,7 +48,8 @@ t.test(
 )
 
 t.test(
-  'PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, nothing lost or duplicated',
+  'PostgreSQL unreachable: 503 with Retry-After and the Error body, never 200 or 500; recovery without restart, ' +
+    'nothing lost or duplicated',
   async (t) => {
     const { url, client } = await postgresSchema(t)
     const proxy = await partitionProxy(t, url)
@@ -92,7 +97,10 @@ t.test('replicas starting at once on an empty database: one migrates, the others
   t.same(plants, [{ id: '0' }, { id: '1' }, { id: '2' }])
 })
 
-/** Creates each plant of `ids` (on `apps` in turn), retrying a 503 after its `Retry-After` for at most 30 s; asserts each is stored, after 503s only. */
+/**
+ * Creates each plant of `ids` (on `apps` in turn), retrying a 503 after its `Retry-After` for at most 30 s; asserts
+ * each is stored, after 503s only.
+ */
 async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]): Promise<void> {
   const create = async (id: number, i: number) => {
     const statuses: number[] = []
@@ -144,7 +152,8 @@ t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the 
 })
 
 t.test(
-  'PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; with the pool exhausted past DATABASE_CONNECT_TIMEOUT_MS readiness is 503; creates queued behind wait at most that long',
+  'PostgreSQL busy: a statement past DATABASE_STATEMENT_TIMEOUT_MS is 503; with the pool exhausted past ' +
+    'DATABASE_CONNECT_TIMEOUT_MS readiness is 503; creates queued behind wait at most that long',
   async (t) => {
     const { url, client } = await postgresSchema(t)
     // The statement timeout is the window to see the INSERT wait and ask for readiness.

@@ -16,7 +16,8 @@ const statusOf = async (url: string, id: number, token = TOKEN) =>
     .statusCode
 
 t.test(
-  'a 200 means stored: plants survive kill -9 and a restart; a trace-level log holds no token; a port in use stops a start',
+  'a 200 means stored: plants survive kill -9 and a restart; a trace-level log holds no token; a port in use stops ' +
+    'a start',
   async (t) => {
     const env = testEnv(t)
     const first = await startService(t, { ...env, LOG_LEVEL: 'trace' })

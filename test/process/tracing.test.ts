@@ -16,7 +16,8 @@ import { completedLogLine, startService } from '../helpers/process.ts'
 const PROBE = `${process.env.NODE_OPTIONS ?? ''} --import ${fileURLToPath(new URL('../fixtures/otel-module-probe.ts', import.meta.url))}`
 
 t.test(
-  'with OTEL_EXPORTER_OTLP_ENDPOINT spans reach the collector in the caller’s trace and log lines carry it; without, no SDK module is loaded',
+  'with OTEL_EXPORTER_OTLP_ENDPOINT spans reach the collector in the caller’s trace and log lines carry it; ' +
+    'without, no SDK module is loaded',
   async (t) => {
     const collector = await startCollector(t)
     const env = {

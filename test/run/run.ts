@@ -62,7 +62,8 @@ interface Services {
 const program = (name: string, install: string): Program => ({ name, present: () => onPath(name), install })
 
 const LAYERS: Record<string, Layer> = {
-  // What holds between files: fresh generated types and config reference, links, one Node release, the gateway's limits, contract compatibility.
+  // What holds between files: fresh generated types and config reference, links, one Node release, the gateway's
+  // limits, contract compatibility.
   checks: {
     needs: [],
     commands: [
@@ -139,7 +140,9 @@ async function stop(child: ChildProcess, signal?: NodeJS.Signals): Promise<void>
   await closed
 }
 
-/** Resolves to the first match of `pattern` in the child's output; rejects when it exits first or after `deadlineMs`. */
+/**
+ * Resolves to the first match of `pattern` in the child's output; rejects when it exits first or after `deadlineMs`.
+ */
 async function firstMatch(child: ChildProcess, pattern: RegExp, deadlineMs = 120_000): Promise<string> {
   let output = ''
   return new Promise((resolve, reject) => {
@@ -164,7 +167,10 @@ async function firstMatch(child: ChildProcess, pattern: RegExp, deadlineMs = 120
   })
 }
 
-/** The ids to run PostgreSQL as when this is root (it refuses root): `nobody`'s, if everyone can enter the repository. @throws otherwise */
+/**
+ * The ids to run PostgreSQL as when this is root (it refuses root): `nobody`'s, if everyone can enter the repository.
+ * @throws otherwise
+ */
 function unprivileged(): { uid: number; gid: number } | undefined {
   if (process.getuid?.() !== 0) return undefined
   const fields = readFileSync('/etc/passwd', 'utf8')
@@ -178,7 +184,8 @@ function unprivileged(): { uid: number; gid: number } | undefined {
   for (let dir = root; ; dir = dirname(dir)) {
     if ((statSync(dir).mode & 0o001) === 0)
       throw new Error(
-        `PostgreSQL refuses to run as root, and nobody cannot enter ${dir}: run the tests as an ordinary user, or from a directory others can enter`,
+        `PostgreSQL refuses to run as root, and nobody cannot enter ${dir}: ` +
+          'run the tests as an ordinary user, or from a directory others can enter',
       )
     if (dirname(dir) === dir) break
   }

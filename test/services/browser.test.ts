@@ -23,7 +23,10 @@ t.setTimeout(120_000)
 const chromium = requires('chromium')
 const started = chromium.skip ? undefined : Promise.all([launchChromium(t), listen(t)])
 
-/** The server selector's selected text, and whether it fits the box (text width in its font against the width less padding). */
+/**
+ * The server selector's selected text, and whether it fits the box (text width in its font against the width less
+ * padding).
+ */
 const serverShown = (page: Page) =>
   page.locator('.scheme-container .servers select').evaluate((select: HTMLSelectElement) => {
     const [text, style] = [select.options[select.selectedIndex]!.text, getComputedStyle(select)]
@@ -34,7 +37,8 @@ const serverShown = (page: Page) =>
   })
 
 t.test(
-  'as a visitor sees it: POST /plants under the tag plants, the server described in full, no top bar; Execute without a token is 401',
+  'as a visitor sees it: POST /plants under the tag plants, the server described in full, no top bar; Execute ' +
+    'without a token is 401',
   chromium,
   async (t) => {
     const [browser, { url }] = await started!

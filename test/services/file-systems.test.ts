@@ -20,7 +20,8 @@ import { postPlant } from '../helpers/post-plant.ts'
 import { runToExit } from '../helpers/process.ts'
 
 t.test(
-  'a disk that fills up under load: 503 with Retry-After, never 500; every 200 kept, nothing half-stored; readiness 503; recovery without restart',
+  'a disk that fills up under load: 503 with Retry-After, never 500; every 200 kept, nothing half-stored; readiness ' +
+    '503; recovery without restart',
   requires('root'),
   async (t) => {
     const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-fs-'))
@@ -97,7 +98,8 @@ t.test(
     const otherErrors = lines.filter((line) => line.level === 50 && line.msg !== failures[0]!.msg)
     t.same(otherErrors, [], 'no other error logged')
     t.comment(
-      `disk full (${(failures[0]!.err as { code: string }).code}): ${ok.length} answered 200, ${refused.length} 503, all retried with 200`,
+      `disk full (${(failures[0]!.err as { code: string }).code}): ` +
+        `${ok.length} answered 200, ${refused.length} 503, all retried with 200`,
     )
   },
 )

@@ -145,7 +145,8 @@ t.test('invalid variables are each named with what is wrong, as Ajv words it', a
 })
 
 t.test(
-  'DATABASE_URL and DATABASE_URL_FILE (read, trimmed) select PostgreSQL; a wrong one is a ConfigError that does not echo it',
+  'DATABASE_URL and DATABASE_URL_FILE (read, trimmed) select PostgreSQL; a wrong one is a ConfigError that does not ' +
+    'echo it',
   async (t) => {
     const url = 'postgres://plants:secret@db:5432/plants'
     t.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url)
@@ -172,13 +173,14 @@ t.test(
       [false, false, true],
     )
     t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
-    const valid =
-      '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'.split(
-        ' ',
-      )
+    const valid = (
+      '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ' +
+      '::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'
+    ).split(' ')
     t.strictSame(loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy, valid)
     const invalid =
-      'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
+      'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 ' +
+      '10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
     for (const value of [' , ', ...invalid.split(' ')])
       t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
     const production = { NODE_ENV: 'production', PLANT_STORE_TOKENS: A }
@@ -196,7 +198,8 @@ t.test('MAX_CONNECTIONS is 10,000, or the open-file limit less 128 if lower, unl
 })
 
 t.test(
-  'the settings table: a row per setting in the schema order; --check fails on a stale table and changes nothing; a run rewrites only the table',
+  'the settings table: a row per setting in the schema order; --check fails on a stale table and changes nothing; a ' +
+    'run rewrites only the table',
   async (t) => {
     const rows = (table: string) => table.split('\n').slice(2)
     t.strictSame(

@@ -59,7 +59,8 @@ t.test('each kind of breaking edit is flagged', async (t) => {
 })
 
 t.test(
-  'flagged between two edited copies: in responses wider types, formats, bounds, enums; in requests tighter bounds, a body now required',
+  'flagged between two edited copies: in responses wider types, formats, bounds, enums; in requests tighter bounds, ' +
+    'a body now required',
   async (t) => {
     const older = edited((doc) =>
       Object.assign(plant(doc), {
@@ -111,7 +112,8 @@ t.test('passes: the current openapi.yaml, non-breaking edits, recursive schemas 
 })
 
 t.test(
-  'the command line: exit status 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an error',
+  'the command line: exit status 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an ' +
+    'error',
   async (t) => {
     const dir = t.testdir()
     const lines: string[] = []

@@ -1,6 +1,7 @@
 /**
  * The Grafana dashboard (`deploy/grafana/plant-store.json`) and the Prometheus rules (`deploy/prometheus/`), without
- * Grafana or Prometheus: every query parses with the Prometheus project's PromQL grammar (`@prometheus-io/lezer-promql`)
+ * Grafana or Prometheus: every query parses with the Prometheus project's PromQL grammar
+ * (`@prometheus-io/lezer-promql`)
  * and names only series that exist, those a real app serves at `GET /metrics` (a histogram's `_bucket`, `_sum` and
  * `_count`), the recording rules', and Prometheus's own `up`. A selected bucket (`le`) is one the app has. Each alert
  * has a firing and a silent case in the promtool tests (run by `test/services/prometheus-rules.test.ts`) and a runbook

@@ -17,9 +17,11 @@ import { fixtureContract } from '../fixtures/plant-contract.ts'
 type GetPlant = FastifyRequest<{ Params: { id: bigint }; Querystring: { revision?: bigint; note?: unknown } }>
 
 t.test(
-  'an int64 path or query parameter is handed over as the exact bigint it spells; one not a plain decimal integer, or outside int64, is 400 naming it',
+  'an int64 path or query parameter is handed over as the exact bigint it spells; one not a plain decimal integer, ' +
+    'or outside int64, is 400 naming it',
   async (t) => {
-    // The fixture app, wired as the application wires its contract; getPlant answers with the id and revision it received, and their types.
+    // The fixture app, wired as the application wires its contract; getPlant answers with the id and revision it
+    // received, and their types.
     const app = Fastify({ ajv: AJV_OPTIONS })
     t.teardown(() => app.close())
     await app.register(strictHttp, { errorBody })

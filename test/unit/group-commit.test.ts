@@ -24,7 +24,8 @@ async function repository(t: Parameters<typeof freshStore>[0]) {
 const plant = (id: bigint, name: string, tag: string | null = null): PlantRecord => ({ id, name, tag })
 
 t.test(
-  'an idle save goes out alone at once; concurrent ones share transactions of at most maxBatch, each answered with its own outcome',
+  'an idle save goes out alone at once; concurrent ones share transactions of at most maxBatch, each answered with ' +
+    'its own outcome',
   async (t) => {
     const repo = await repository(t)
     const batches: number[] = []
@@ -204,11 +205,15 @@ t.test(
   },
 )
 
-/** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their counts over). */
+/**
+ * `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their
+ * counts over).
+ */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {
   for (const deadline = Date.now() + 30000; settled && Date.now() < deadline;) {
     const { rows } = await client.query(
-      'select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()',
+      'select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> ' +
+        'pg_backend_pid()',
     )
     if (rows[0].others === 0) break
     await new Promise((resolve) => setTimeout(resolve, 20))

@@ -63,7 +63,8 @@ t.test(
 )
 
 t.test(
-  'one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error level if the response failed',
+  'one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error ' +
+    'level if the response failed',
   async (t) => {
     const { stream, lines } = logSink()
     const log = pino(loggerOptions('info', false), stream)

@@ -50,7 +50,8 @@ t.test(
 )
 
 t.test(
-  'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors are not',
+  'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors are ' +
+    'not',
   async (t) => {
     const store = openStore(storeOptions({ dataDir: t.testdir() }))
     t.teardown(() => store.close())
@@ -102,7 +103,8 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
 })
 
 t.test(
-  'SQLite: any query while another process holds the write lock waits on the worker, the event loop turning, then rejects with StoreUnavailableError',
+  'SQLite: any query while another process holds the write lock waits on the worker, the event loop turning, then ' +
+    'rejects with StoreUnavailableError',
   async (t) => {
     const dataDir = t.testdir()
     const store = openStore(storeOptions({ dataDir }))
@@ -148,7 +150,8 @@ t.test('PostgreSQL: a server that cannot be reached rejects any query with Store
 })
 
 t.test(
-  "the embedded store's worker: one that exits or fails rejects its pending queries with StoreUnavailableError and is reported; the next query starts another",
+  "the embedded store's worker: one that exits or fails rejects its pending queries with StoreUnavailableError and " +
+    'is reported; the next query starts another',
   async (t) => {
     const file = join(t.testdir(), SQLITE_FILE)
     // A worker that never answers (then terminated), one that fails at once, then the real one.
@@ -189,7 +192,8 @@ t.test(
 )
 
 t.test(
-  'SQLite: a worker that stops during a transaction: nothing of it is stored, its later statements and its commit are unavailable',
+  'SQLite: a worker that stops during a transaction: nothing of it is stored, its later statements and its commit ' +
+    'are unavailable',
   async (t) => {
     const file = join(t.testdir(), SQLITE_FILE)
     const started: Worker[] = []
@@ -225,7 +229,8 @@ t.test(
 )
 
 t.test(
-  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries; no streaming',
+  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries; no ' +
+    'streaming',
   async (t) => {
     const store = openStore(storeOptions({ dataDir: t.testdir() }))
     t.teardown(() => store.close())

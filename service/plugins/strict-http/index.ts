@@ -12,7 +12,7 @@ export { CONNECT_REFUSED, defaultErrorBody, type ErrorBody, HOST_REQUIRED, toErr
 
 declare module 'fastify' {
   interface FastifyInstance {
-    /** From now on every answer closes its connection (RFC 9112 §9.6), so clients move elsewhere; `close()` does too. */
+    /** Every later answer closes its connection (RFC 9112 §9.6), so clients move elsewhere; `close()` does too. */
     closeConnections(): void
   }
 }
