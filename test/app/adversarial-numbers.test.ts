@@ -83,7 +83,8 @@ t.test(
       )
       t.ok(
         median(beside[name]!) <= SLACK * createBaseline,
-        `a create beside ${name}: ${median(beside[name]!).toFixed(1)} ms, beside an ordinary 400 ${createBaseline.toFixed(1)} ms`,
+        `a create beside ${name}: ${median(beside[name]!).toFixed(1)} ms, ` +
+          `beside an ordinary 400 ${createBaseline.toFixed(1)} ms`,
       )
     }
   },

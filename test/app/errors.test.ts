@@ -43,7 +43,8 @@ t.test(
         for (const body of ['', 'Content-Type: text/plain\r\nContent-Length: 4\r\n\r\nnope']) {
           const response = await exchange(
             { url },
-            `${method} ${examplePath(path)} HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n${body || '\r\n'}`,
+            `${method} ${examplePath(path)} HTTP/1.1\r\nHost: localhost\r\n` +
+              `Authorization: Bearer ${TOKEN}\r\nConnection: close\r\n${body || '\r\n'}`,
           )
           t.equal(response.statusCode, 405, `${method} ${path}${body ? ' with a text body' : ''}`)
           t.equal(response.headers.allow, allow)

@@ -156,7 +156,9 @@ t.test(
     t.equal((await answeredBy(gateway, fits)).upstreamStatus, '200')
 
     const tooLarge = bodyOf(bodyLimit + 1, 201)
-    const chunked = `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
+    const chunked =
+      `${requestHead('POST', PLANTS, AUTHORIZED)}Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n` +
+      `${tooLarge.length.toString(16)}\r\n${tooLarge}\r\n0\r\n\r\n`
     const requests = {
       'with a token': post(tooLarge, AUTHORIZED),
       'without a token': post(tooLarge, { 'Content-Type': 'application/json' }),

@@ -179,7 +179,8 @@ t.test(
     // Polled every 50 ms, on a machine others share: a second more for the poll and the clock.
     t.ok(
       pendingToFiring <= forSeconds + INTERVAL_S + 1,
-      `firing ${pendingToFiring.toFixed(1)} s after going pending (for: ${forSeconds} s, evaluation every ${INTERVAL_S} s)`,
+      `firing ${pendingToFiring.toFixed(1)} s after going pending ` +
+        `(for: ${forSeconds} s, evaluation every ${INTERVAL_S} s)`,
     )
     // Pending once failures outnumber successes in the rule's 1 min rate window: within that window at most.
     t.ok(
@@ -187,7 +188,9 @@ t.test(
       'firing within the rate window, the for: and an evaluation of the cut (and 5 s for a shared machine)',
     )
     t.comment(
-      `database cut: pending after ${((activeAt - cutAt) / 1000).toFixed(1)} s (failed transactions outnumbering, in the 1 min rate window, those that succeeded), firing after ${((firingSeenAt - cutAt) / 1000).toFixed(1)} s`,
+      `database cut: pending after ${((activeAt - cutAt) / 1000).toFixed(1)} s ` +
+        '(failed transactions outnumbering, in the 1 min rate window, those that succeeded), ' +
+        `firing after ${((firingSeenAt - cutAt) / 1000).toFixed(1)} s`,
     )
 
     const healedAt = Date.now()

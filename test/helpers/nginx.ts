@@ -67,7 +67,8 @@ export async function startGateway(t: TestContext, { upstreams }: { upstreams: r
     const port = await freePort()
     writeFileSync(
       join(dir, 'listen.conf'),
-      `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\nssl_certificate ${cert};\nssl_certificate_key ${key};\n`,
+      `listen 127.0.0.1:${port} ssl http2;\nserver_name localhost;\n` +
+        `ssl_certificate ${cert};\nssl_certificate_key ${key};\n`,
     )
     const child = spawn(NGINX, ['-c', join(dir, 'nginx.conf'), '-p', `${dir}/`, '-g', 'daemon off;'], {
       stdio: ['ignore', 'ignore', 'pipe'],

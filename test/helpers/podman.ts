@@ -135,7 +135,9 @@ export async function startReplicas(
   const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
   const target = new URL(schema.url)
   // IP_FREEBIND (SOL_IP 0, option 15) before bind: the bridge's address exists only once a container is on it.
-  const listen = `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,reuseaddr,fork,backlog=128,range=${bridge.subnet}`
+  const listen =
+    `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,` +
+    `reuseaddr,fork,backlog=128,range=${bridge.subnet}`
   const relay = spawn('socat', ['-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`], {
     stdio: ['ignore', 'ignore', 'pipe'],
   })

@@ -121,7 +121,9 @@ t.test(
   'an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none',
   async (t) => {
     const body = '{"id":1,"name":"Fern"}'
-    const headers = `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+    const headers =
+      `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
+      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`
     const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
     rejected(t, response, 400, lines)
     t.match(JSON.parse(response.body), { message: /Host/ })
