@@ -1,19 +1,17 @@
 /** The application, built from openapi.yaml; server.ts listens. @module */
-import { randomUUID } from 'node:crypto'
-import type { IncomingMessage, Server } from 'node:http'
+import type { Server } from 'node:http'
 import Fastify, { type FastifyHttpOptions, type FastifyInstance, type FastifyServerOptions } from 'fastify'
-import { rememberPeer } from './client-address.ts'
 import type { Config } from './config.ts'
 import { loadContractReadings, operationMethods } from './contract.ts'
 import { errorBody, httpErrorOf } from './errors.ts'
-import { RequestLogController } from './logging.ts'
+import { RequestLogController, rememberPeer, requestId } from './logging.ts'
 import operations, { type Operations } from './operations/index.ts'
 import { PlantService } from './operations/plant-service.ts'
 import docs from './plugins/docs.ts'
 import exactJson, { ajvOptions } from './plugins/exact-json/index.ts'
 import metrics from './plugins/metrics.ts'
 import probes from './plugins/probes.ts'
-import protection from './plugins/protection.ts'
+import protection from './plugins/protection/index.ts'
 import store from './plugins/store.ts'
 import strictHttp, { frameworkErrors } from './plugins/strict-http/index.ts'
 import tracing from './plugins/tracing.ts'
@@ -69,14 +67,6 @@ export async function createApp(
   await app.register(docs, { document: ops.documented })
   await app.ready()
   return app
-}
-
-const requestIdPattern = /^[\w\-.:]{1,128}$/
-
-/** Fastify's `genReqId`: the client's `X-Request-Id` when it is a plain token, else a new UUID. */
-export function requestId(request: IncomingMessage): string {
-  const given = request.headers['x-request-id']
-  return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
 }
 
 function fastifyOptions(config: AppConfig, logger: FastifyServerOptions['logger']): FastifyHttpOptions<Server> {

@@ -1,7 +1,44 @@
-/** Logging (pino): JSON lines, pretty only on a terminal (docs/operations.md, "Logs"). @module */
+/**
+ * Logging (pino): JSON lines, pretty only on a terminal, one line per request carrying its id and the client's address
+ * (docs/operations.md, "Logs"); the rate limits key on the same address.
+ * @module
+ */
+import { randomUUID } from 'node:crypto'
+import type { IncomingMessage } from 'node:http'
+import { isIP, isIPv4, type Socket } from 'node:net'
+import { normalizeIP } from '@fastify/rate-limit'
 import { type FastifyReply, type FastifyRequest, LogController } from 'fastify'
 import { type DestinationStream, destination, type LoggerOptions } from 'pino'
-import { clientAddress } from './client-address.ts'
+
+const requestIdPattern = /^[\w\-.:]{1,128}$/
+
+/** Fastify's `genReqId`: the client's `X-Request-Id` when it is a plain token, else a new UUID. */
+export function requestId(request: IncomingMessage): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
+}
+
+export const UNKNOWN_ADDRESS = 'unknown'
+
+/** Reads the peer's address on `connection`: Node caches it, and unread it is `undefined` once the peer is gone. */
+export function rememberPeer(socket: Socket): void {
+  void socket.remoteAddress
+}
+
+/**
+ * The last trusted hop before any non-IP entry (so `X-Forwarded-For` text is no new rate-limit key),
+ * normalised per RFC 5952.
+ */
+export function clientAddress(request: FastifyRequest): string {
+  const hops = request.ips ?? [request.ip]
+  let address = hops[0]
+  for (const hop of hops.slice(1)) {
+    if (isIP(hop) === 0) break
+    address = hop
+  }
+  if (address === undefined || isIP(address) === 0) return UNKNOWN_ADDRESS
+  return isIPv4(address) ? address : normalizeIP(address, 128)
+}
 
 const REDACTED_PATHS = ['headers.authorization', 'headers.cookie']
 

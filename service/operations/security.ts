@@ -1,7 +1,7 @@
 /** The security class, one method per security scheme of openapi.yaml. @module */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { HttpError, UnauthorizedError } from '../errors.ts'
-import type { RouteLimits } from '../plugins/protection.ts'
+import type { RouteLimits } from '../plugins/protection/index.ts'
 
 type VerifyBearerAuth = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void
 

@@ -32,14 +32,10 @@ async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
     throw error
   }
   const repository = new PlantRepository(store)
-  const { metrics } = app
   const writer = new GroupCommit(repository, {
     maxBatch: config.groupCommitMaxBatch,
     maxInFlight: store.dialect === 'sqlite' ? 1 : config.databasePoolSize,
-    onBatch: (size, seconds, failed) => {
-      metrics.batchSize.observe(size)
-      metrics.storeDuration.observe({ result: failed ? 'error' : 'ok' }, seconds)
-    },
+    onBatch: app.metrics.observeBatch,
     tracer: app.hasDecorator('tracing') ? app.tracing.batchTracer(store.dialect) : undefined,
   })
   app.decorate('store', store)

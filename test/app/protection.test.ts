@@ -256,21 +256,33 @@ function stall(ms: number): void {
   for (const until = performance.now() + ms; performance.now() < until;);
 }
 
-t.test('under event-loop pressure: 503 with Retry-After and the Error body; liveness still answers', async (t) => {
-  const app = await build(t, { loadShedMaxEventLoopDelayMs: 1 })
-  let shed
-  // Bounded by a deadline, not a count: samples of the first two seconds after ready are not read as overload.
-  for (let attempt = 0, deadline = Date.now() + 30000; shed === undefined && Date.now() < deadline; attempt++) {
+t.test(
+  'under event-loop pressure: 503 with Retry-After and the Error body; liveness and metrics still answer',
+  async (t) => {
+    const app = await build(t, { loadShedMaxEventLoopDelayMs: 1 })
+    let shed
+    // Bounded by a deadline, not a count: samples of the first two seconds after ready are not read as overload.
+    for (let attempt = 0, deadline = Date.now() + 30000; shed === undefined && Date.now() < deadline; attempt++) {
+      stall(60)
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const response = await postPlant(app, { id: attempt, name: 'x' })
+      if (response.statusCode === 503) shed = response
+    }
+    t.match(shed, { headers: { 'retry-after': '1' } }, 'a request was shed')
+    t.same(shed!.json(), { error: 503, message: 'The service is overloaded; retry later' })
+    t.same(contractViolations(shed!), [])
+    // Still under pressure: the stalls go on.
     stall(60)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-    const response = await postPlant(app, { id: attempt, name: 'x' })
-    if (response.statusCode === 503) shed = response
-  }
-  t.match(shed, { headers: { 'retry-after': '1' } }, 'a request was shed')
-  t.same(shed!.json(), { error: 503, message: 'The service is overloaded; retry later' })
-  t.same(contractViolations(shed!), [])
-  t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
-})
+    t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
+    stall(60)
+    const metrics = await app.inject({ url: '/metrics' })
+    t.equal(metrics.statusCode, 200, 'a scrape sees the overloaded replica')
+    t.match(
+      metrics.body,
+      /^http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="503"\} \d+$/m,
+    )
+  },
+)
 
 t.test(
   'a stall while the service starts is not overload: the first request after a slow start is served',

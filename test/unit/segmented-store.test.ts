@@ -1,11 +1,11 @@
 /**
- * The in-process rate-limit store (service/segmented-store.ts): a window that passes, and bounded memory. Counting per
- * key, and Retry-After: test/app/protection.test.ts.
+ * The in-process rate-limit store (service/plugins/protection/segmented-store.ts): a window that passes, and bounded
+ * memory. Counting per key, and Retry-After: test/app/protection.test.ts.
  *
  * @module
  */
 import t from 'tap'
-import { SegmentedStore } from '../../service/segmented-store.ts'
+import { SegmentedStore } from '../../service/plugins/protection/segmented-store.ts'
 
 /** Counts one hit of `key` and returns the store's answer. */
 function hit(store: SegmentedStore, key: string, windowMs = 60000): { current: number; ttl: number } {

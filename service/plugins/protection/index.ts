@@ -1,4 +1,8 @@
-/** Security headers (helmet), CORS, rate limits (@fastify/rate-limit), load shedding (under-pressure). @module */
+/**
+ * Security headers (helmet), CORS, rate limits (@fastify/rate-limit), load shedding (under-pressure): what each
+ * guarantees is in README.md.
+ * @module
+ */
 import { createHash } from 'node:crypto'
 import { performance } from 'node:perf_hooks'
 import rateLimit, { normalizeIP } from '@fastify/rate-limit'
@@ -6,10 +10,10 @@ import underPressure, { TYPE_EVENT_LOOP_DELAY } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import helmet from 'helmet'
-import { clientAddress } from '../client-address.ts'
-import type { Config } from '../config.ts'
-import { HttpError, ServiceUnavailableError } from '../errors.ts'
-import { SegmentedStore } from '../segmented-store.ts'
+import type { Config } from '../../config.ts'
+import { HttpError, ServiceUnavailableError } from '../../errors.ts'
+import { clientAddress } from '../../logging.ts'
+import { SegmentedStore } from './segmented-store.ts'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -82,7 +86,8 @@ async function protection(
       reply.headers(API_SECURITY_HEADERS)
       return done()
     }
-    securityHeaders(request.raw, reply.raw, (error?: unknown) => done(error as Error | undefined))
+    // Every directive is a string, so helmet sets the headers and calls back with no error.
+    securityHeaders(request.raw, reply.raw, () => done())
   })
 
   if (config.corsOrigins.length > 0) {
