@@ -1,0 +1,157 @@
+/**
+ * docs/development.md's list of the files a `POST /plants` runs through is the one V8 measures: precise coverage
+ * (function call counts) of one 200 create over a connection of its own, from accept to close, on the main thread
+ * and on each worker thread, against a listening app with the service's defaults on the embedded store.
+ *
+ * @module
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { Session } from 'node:inspector/promises'
+import type { Socket } from 'node:net'
+import { tmpdir } from 'node:os'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t from 'tap'
+import { createApp } from '../../service/app.ts'
+import { loadConfig } from '../../service/config.ts'
+import { loggerOptions } from '../../service/logging.ts'
+import { logSink, TOKEN } from '../helpers/app.ts'
+
+const root = fileURLToPath(new URL('../../', import.meta.url))
+const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
+/** How the doc marks an entry whose code runs on a worker thread (another V8 isolate). */
+const WORKER_MARK = '(worker thread)'
+
+/** The doc's ordered list: each entry's path, and whether it runs on a worker thread. */
+function documentedPath(): Array<{ file: string; onWorker: boolean }> {
+  const text = readFileSync(join(root, 'docs/development.md'), 'utf8')
+  const start = text.indexOf(LIST_HEADING)
+  const lines = text.slice(start).split('\n').slice(1)
+  const entries = lines.slice(lines.findIndex((line) => /^1\. /.test(line)))
+  return entries
+    .slice(
+      0,
+      entries.findIndex((line) => !/^(\d+\. |\s)/.test(line)),
+    )
+    .filter((line) => /^\d+\. /.test(line))
+    .map((line) => ({ file: /`([^`]+)`/.exec(line)?.[1] ?? line, onWorker: line.includes(WORKER_MARK) }))
+}
+
+type Coverage = Awaited<ReturnType<typeof takeCoverage>>
+
+/** A thread's profiler: the main thread's through `session`, a worker's through NodeWorker messages. */
+type Post = (method: string, params?: object) => Promise<unknown>
+
+/** The scripts of service/ with a function called since the last take (a take resets the counts). */
+async function takeCoverage(post: Post): Promise<string[]> {
+  const { result } = (await post('Profiler.takePreciseCoverage')) as {
+    result: Array<{ url: string; functions: Array<{ ranges: Array<{ count: number }> }> }>
+  }
+  return result
+    .filter(({ url }) => url.startsWith('file:') && relative(root, fileURLToPath(url)).startsWith('service/'))
+    .filter(({ functions }) => functions.some(({ ranges }) => (ranges[0]?.count ?? 0) > 0))
+    .map(({ url }) => readerUnit(relative(root, fileURLToPath(url))))
+}
+
+/** A file, or the folder holding it whose README.md says what it guarantees (a reader opens that instead). */
+function readerUnit(file: string): string {
+  for (let folder = dirname(file); folder !== 'service' && folder !== '.'; folder = dirname(folder))
+    if (existsSync(join(root, folder, 'README.md'))) return `${folder}/`
+  return file
+}
+
+const unique = (files: Coverage) => [...new Set(files)].sort()
+
+t.test('the files a POST /plants runs through are the ones docs/development.md lists', async (t) => {
+  const documented = documentedPath()
+  t.ok(documented.length > 0 && documented.length <= 12, `at most 12 files to read (${documented.length})`)
+  t.equal(new Set(documented.map(({ file }) => file)).size, documented.length, 'each listed once')
+
+  const session = new Session()
+  session.connect()
+  // Block counts, as tap's own coverage takes them: a coarser mode would turn its report into whole functions.
+  const coverage = { callCount: true, detailed: true }
+  await session.post('Profiler.enable')
+  await session.post('Profiler.startPreciseCoverage', coverage)
+  const workers: Post[] = []
+  const answers = new Map<number, (message: { result?: unknown; error?: unknown }) => void>()
+  let nextId = 1
+  session.on('NodeWorker.receivedMessageFromWorker', ({ params }) => {
+    const message = JSON.parse(params.message) as { id?: number; result?: unknown; error?: unknown }
+    if (message.id !== undefined) answers.get(message.id)?.(message)
+  })
+  // Each worker waits until its profiler runs, so none of its code goes unseen.
+  const attached: Array<Promise<void>> = []
+  session.on('NodeWorker.attachedToWorker', ({ params: { sessionId } }) => {
+    const post: Post = (method, params = {}) =>
+      new Promise((resolve, reject) => {
+        const id = nextId++
+        answers.set(id, (answer) => (answer.error === undefined ? resolve(answer.result) : reject(answer.error)))
+        void session.post('NodeWorker.sendMessageToWorker', {
+          sessionId,
+          message: JSON.stringify({ id, method, params }),
+        })
+      })
+    workers.push(post)
+    attached.push(
+      (async () => {
+        await post('Profiler.enable')
+        await post('Profiler.startPreciseCoverage', coverage)
+        await post('Runtime.runIfWaitingForDebugger')
+      })(),
+    )
+  })
+  await session.post('NodeWorker.enable', { waitForDebuggerOnStart: true })
+
+  const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const { stream, lines } = logSink()
+  // The service's defaults, as in production: limits on, a logger.
+  const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: dataDir })
+  const app = await createApp(config, { ...loggerOptions('info', false), stream })
+  t.teardown(() => app.close())
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  await Promise.all(attached)
+  const closed: Array<Promise<void>> = []
+  app.server.on('connection', (socket: Socket) => closed.push(new Promise((resolve) => socket.once('close', resolve))))
+
+  /** One create over a new connection; resolves once the server has logged it and closed the connection. */
+  const create = async (id: number) => {
+    const body = JSON.stringify({ id, name: 'Ficus' })
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      const sent = request(`${url}/plants`, {
+        method: 'POST',
+        agent: false,
+        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': `path-${id}` },
+      })
+      sent.on('response', (response) => response.resume().on('end', () => resolve(response.statusCode)))
+      sent.on('error', reject)
+      sent.end(body)
+    })
+    t.equal(status, 200, `create ${id}: 200`)
+    await Promise.all(closed)
+    while (!lines.some((line) => line.requestId === `path-${id}` && line.msg === 'request completed'))
+      await new Promise((resolve) => setImmediate(resolve))
+  }
+  const take = async () => ({
+    main: unique(await takeCoverage((method) => session.post(method))),
+    worker: unique((await Promise.all(workers.map(takeCoverage))).flat()),
+  })
+
+  await create(1)
+  await take()
+  await create(2)
+  const measured = await take()
+
+  t.same(
+    measured.main,
+    unique(documented.filter(({ onWorker }) => !onWorker).map(({ file }) => file)),
+    'the main thread runs the files listed',
+  )
+  t.same(
+    measured.worker,
+    unique(documented.filter(({ onWorker }) => onWorker).map(({ file }) => file)),
+    `the worker threads run the files marked ${WORKER_MARK}`,
+  )
+})
