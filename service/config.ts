@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import envSchema from 'env-schema'
+import { asError, errorCode } from './errors.ts'
 import { settingsSchema } from './settings.ts'
 
 type SettingSchemas = (typeof settingsSchema)['properties']
@@ -92,7 +93,7 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
   try {
     settings = envSchema<Settings>({ schema: settingsSchema, data: env, env: false, dotenv: false })
   } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`, { cause: error })
+    throw new ConfigError(`Invalid configuration: ${asError(error).message}`, { cause: error })
   }
   const { PLANT_STORE_TOKENS, PLANT_STORE_TOKENS_FILE, DATABASE_URL_FILE, TRUST_PROXY, CORS_ORIGINS, ...plain } =
     settings
@@ -138,11 +139,17 @@ export function loadConfig(env: NodeJS.ProcessEnv): Config {
 
 /** The soft RLIMIT_NOFILE; 1024 where unreadable. */
 export function openFileLimit(): number {
+  const limit = /^Max open files\s+(\d+)\s/m.exec(processLimits())?.[1]
+  /* c8 ignore next -- every Linux has the line */
+  return limit === undefined ? 1024 : Number(limit)
+}
+
+function processLimits(): string {
   try {
-    return Number(/^Max open files\s+(\d+)\s/m.exec(readFileSync('/proc/self/limits', 'utf8'))![1])
-    /* c8 ignore start -- every Linux has the line */
+    return readFileSync('/proc/self/limits', 'utf8')
+    /* c8 ignore start -- every Linux has the file */
   } catch {
-    return 1024
+    return ''
   }
   /* c8 ignore stop */
 }
@@ -191,7 +198,7 @@ function readTokenFile(path: string | undefined): string[] {
 function readDatabaseUrl(url: string | undefined, path: string | undefined): string | undefined {
   if (path === undefined) return url
   const fromFile = readSecretFile('DATABASE_URL_FILE', path).trim()
-  if (!new RegExp(settingsSchema.properties.DATABASE_URL.pattern!).test(fromFile)) {
+  if (!new RegExp(settingsSchema.properties.DATABASE_URL.pattern).test(fromFile)) {
     throw new ConfigError('Invalid configuration: DATABASE_URL_FILE must contain a postgres:// URL')
   }
   return fromFile
@@ -202,8 +209,6 @@ function readSecretFile(variable: string, path: string): string {
   try {
     return readFileSync(path, 'utf8')
   } catch (error) {
-    throw new ConfigError(
-      `Invalid configuration: ${variable} cannot be read (${(error as NodeJS.ErrnoException).code})`,
-    )
+    throw new ConfigError(`Invalid configuration: ${variable} cannot be read (${String(errorCode(error))})`)
   }
 }

@@ -51,7 +51,16 @@ export function httpErrorOf(error: unknown): unknown {
   if (error instanceof StoreUnavailableError)
     return new ServiceUnavailableError('The store is unavailable; retry later')
   // Fastify's (no parser for the media type, none given) would echo the client's Content-Type.
-  if ((error as { code?: unknown } | null)?.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE')
-    return new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
+  if (errorCode(error) === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') return new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
   return error
+}
+
+/** A thrown value as an `Error`: itself, or one whose message is its text. */
+export function asError(thrown: unknown): Error {
+  return thrown instanceof Error ? thrown : new Error(String(thrown))
+}
+
+/** The `code` of a thrown value (Node's `ENOENT`, Fastify's `FST_…`, a database's), if it has one. */
+export function errorCode(thrown: unknown): unknown {
+  return typeof thrown === 'object' && thrown !== null && 'code' in thrown ? thrown.code : undefined
 }

@@ -11,6 +11,7 @@ import { detectResources, envDetector, resourceFromAttributes } from '@opentelem
 import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace-node'
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
+import { asError } from './errors.ts'
 import type { BatchTracer } from './store/group-commit.ts'
 import type { Store } from './store/store.ts'
 
@@ -64,10 +65,8 @@ export function startTracing(endpoint: string): Tracing {
         span.updateName(
           request.routeOptions.url === undefined ? request.method : `${request.method} ${request.routeOptions.url}`,
         )
-        // Fastify's stand-in logger (no logger configured) has no setBindings.
-        const log = request.log as Partial<Pick<Logger, 'setBindings'>>
         const { traceId, spanId } = span.spanContext()
-        log.setBindings?.({ traceId, spanId })
+        if (hasBindings(request.log)) request.log.setBindings({ traceId, spanId })
       }
       done()
     })
@@ -79,34 +78,39 @@ export function startTracing(endpoint: string): Tracing {
   }
 }
 
+/** Fastify's stand-in logger (no logger configured) has no `setBindings`; pino's has. */
+function hasBindings(log: object): log is Pick<Logger, 'setBindings'> {
+  return 'setBindings' in log
+}
+
+/** What {@link batchTracer}'s `capture` returned; the group commit holds it as `unknown`. */
+function isContext(captured: unknown): captured is Context {
+  return typeof captured === 'object' && captured !== null && 'getValue' in captured
+}
+
 /** A transaction span is a child of the handler that started its batch, linking the others. */
 function batchTracer(tracer: Tracer, dialect: Store['dialect']): BatchTracer {
   return {
     capture: () => context.active(),
-    run: (contexts, write) => {
-      const [first, ...others] = contexts as Context[]
+    run: async (captured, write) => {
+      const [parent, ...others] = captured.filter(isContext)
       const links = others
         .map((other) => trace.getSpanContext(other))
         .filter((link) => link !== undefined)
         .map((link) => ({ context: link }))
-      const attributes = { 'db.system.name': DB_SYSTEM[dialect], 'db.operation.batch.size': contexts.length }
-      return tracer.startActiveSpan(
-        'store transaction',
-        { kind: SpanKind.CLIENT, attributes, links },
-        first!,
-        async (span) => {
-          try {
-            const result = await write()
-            span.end()
-            return result
-          } catch (error) {
-            span.recordException(error as Error)
-            span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message })
-            span.end()
-            throw error
-          }
-        },
-      )
+      const attributes = { 'db.system.name': DB_SYSTEM[dialect], 'db.operation.batch.size': captured.length }
+      const span = tracer.startSpan('store transaction', { kind: SpanKind.CLIENT, attributes, links }, parent)
+      try {
+        const result = await context.with(trace.setSpan(context.active(), span), write)
+        span.end()
+        return result
+      } catch (error) {
+        const failure = asError(error)
+        span.recordException(failure)
+        span.setStatus({ code: SpanStatusCode.ERROR, message: failure.message })
+        span.end()
+        throw error
+      }
     },
   }
 }

@@ -2,11 +2,12 @@
  * `toErrorResponse` (plugins/strict-http) on what no request can make the service throw:
  * anything but an HTTP error is 500 with nothing of the cause. The answers to requests
  * are compared with the contract's examples in test/app/contract-examples.test.ts.
+ * What a thrown value that is not an `Error` reads as.
  *
  * @module
  */
 import t from 'tap'
-import { httpErrorOf } from '../../service/errors.ts'
+import { asError, errorCode, httpErrorOf } from '../../service/errors.ts'
 import { toErrorResponse } from '../../service/plugins/strict-http/index.ts'
 
 t.test(
@@ -28,3 +29,20 @@ t.test(
     }
   },
 )
+
+t.test('a thrown value reads as an Error and a code whatever it is', async (t) => {
+  const failure = Object.assign(new Error('no such file'), { code: 'ENOENT' })
+  t.equal(asError(failure), failure, 'an Error is itself')
+  t.equal(errorCode(failure), 'ENOENT')
+  for (const [thrown, message] of [
+    ['a thrown string', 'a thrown string'],
+    [42, '42'],
+    [null, 'null'],
+    [undefined, 'undefined'],
+  ] as const) {
+    t.match(asError(thrown), { constructor: Error, message }, `${message}: an Error of its text`)
+    t.equal(errorCode(thrown), undefined, `${message}: no code`)
+  }
+  t.equal(errorCode({ code: 7 }), 7, 'any code, as it is')
+  t.equal(errorCode({}), undefined)
+})
