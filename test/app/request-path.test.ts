@@ -20,6 +20,8 @@ import { logSink, TOKEN } from '../helpers/app.ts'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
+/** The messages of a request's one log line, written once it is answered. */
+const LOGGED_END = new Set(['request completed', 'request errored'])
 /** How the doc marks an entry whose code runs on a worker thread (another V8 isolate). */
 const WORKER_MARK = '(worker thread)'
 
@@ -131,7 +133,7 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
     })
     t.equal(status, 200, `create ${id}: 200`)
     await Promise.all(closed)
-    while (!lines.some((line) => line.requestId === `path-${id}` && line.msg === 'request completed'))
+    while (!lines.some((line) => line.requestId === `path-${id}` && LOGGED_END.has(String(line.msg))))
       await new Promise((resolve) => setImmediate(resolve))
   }
   const take = async () => ({
