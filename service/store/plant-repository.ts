@@ -1,13 +1,11 @@
-/** Stores plants, the database deciding whether a create is new, a replay, or a conflict. @module */
-import type { Store } from './store.ts'
+/**
+ * Stores plants, the database deciding whether a create is new, a replay, or a conflict; and the group commit in
+ * front of it: concurrent creates share one transaction.
+ * @module
+ */
+import { type PlantRecord, type Store, StoreUnavailableError } from './store.ts'
 
-export { StoreUnavailableError } from './store.ts'
-
-export interface PlantRecord {
-  readonly id: bigint
-  readonly name: string
-  readonly tag: string | null
-}
+export { type PlantRecord, StoreUnavailableError } from './store.ts'
 
 /** `replayed`: same id and content stored; `conflict`: same id, other content (`stored`). */
 export type SaveOutcome =
@@ -22,36 +20,131 @@ export class PlantRepository {
   }
 
   /**
-   * One atomic INSERT; the losers are read back without a transaction, as rows never change.
+   * One atomic write of the plants whose id is new; the first plant of an id in `plants` is the one stored.
+   * @returns each plant's outcome, in order.
    * @throws {StoreUnavailableError} when unreachable or overloaded.
    */
   async saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]> {
-    const first = new Map<string, PlantRecord>()
-    for (const plant of plants) if (!first.has(String(plant.id))) first.set(String(plant.id), plant)
-    // One lock order, else batches sharing ids deadlock.
-    const candidates = [...first.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
-    const db = this.store.db
-    const inserted = await db
-      .insertInto('plant')
-      .values(candidates.map(({ id, name, tag }) => ({ id, name, tag })))
-      .onConflict((conflict) => conflict.column('id').doNothing())
-      .returning('id')
-      .execute()
-    const insertedIds = new Set(inserted.map((row) => String(row.id)))
-    const others = candidates.filter((plant) => !insertedIds.has(String(plant.id))).map((plant) => plant.id)
-    const rows =
-      others.length === 0
-        ? []
-        : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
-    const existing = new Map(rows.map((row) => [String(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
-    const firstSeen = new Set<string>()
-    return plants.map((plant) => {
-      const key = String(plant.id)
-      const stored = existing.get(key) ?? first.get(key)!
-      const isFirst = !firstSeen.has(key)
-      firstSeen.add(key)
-      if (stored.name !== plant.name || stored.tag !== plant.tag) return { status: 'conflict', stored }
-      return { status: isFirst && !existing.has(key) ? 'created' : 'replayed', stored }
+    const firstById = new Map<bigint, PlantRecord>()
+    const entries = plants.map((plant) => {
+      let first = firstById.get(plant.id)
+      if (first === undefined) firstById.set(plant.id, (first = plant))
+      return { plant, first }
     })
+    // One lock order, else batches sharing ids deadlock.
+    const candidates = [...firstById.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
+    const existing = await this.store.insertNew(candidates)
+    const answered = new Set<bigint>()
+    return entries.map(({ plant, first }) => {
+      const before = existing.get(plant.id)
+      const stored = before ?? first
+      const created = before === undefined && !answered.has(plant.id)
+      answered.add(plant.id)
+      if (stored.name !== plant.name || stored.tag !== plant.tag) return { status: 'conflict', stored }
+      return { status: created ? 'created' : 'replayed', stored }
+    })
+  }
+}
+
+interface BatchWriter {
+  saveAll(plants: readonly PlantRecord[]): Promise<SaveOutcome[]>
+}
+
+/** Implemented by tracing.ts. */
+export interface BatchTracer {
+  capture(): unknown
+  /** `contexts`: the batch's captured contexts, in order. */
+  run<T>(contexts: readonly unknown[], write: () => Promise<T>): Promise<T>
+}
+
+interface GroupCommitOptions {
+  readonly maxBatch: number
+  /** 1 for SQLite's one writer, the pool size for PostgreSQL. */
+  readonly maxInFlight: number
+  /** `seconds`: the transaction's duration. */
+  readonly onBatch?: (size: number, seconds: number, failed: boolean) => void
+  readonly tracer?: BatchTracer | undefined
+}
+
+interface Pending {
+  readonly plant: PlantRecord
+  readonly resolve: (outcome: SaveOutcome) => void
+  readonly reject: (error: unknown) => void
+  readonly context: unknown
+}
+
+/**
+ * Event-loop turns a batch of one writer gathers creates before it goes, unless `maxBatch` wait: the creates one
+ * commit answers come back in time for the next. At 1 turn the clients split into two halves that take turns: batches
+ * half as large, twice the commits (docs/benchmarks.md, "The store on a worker thread").
+ */
+const ONE_WRITER_TURNS = 3
+
+/** Group commit: once a writer is free, a save waits an event-loop turn (one writer: a few), then goes with all. */
+export class GroupCommit {
+  private queue: Pending[] = []
+  private inFlight = 0
+  private scheduled = false
+  private readonly writer: BatchWriter
+  private readonly options: GroupCommitOptions
+
+  constructor(writer: BatchWriter, options: GroupCommitOptions) {
+    this.writer = writer
+    this.options = options
+  }
+
+  /**
+   * Resolves once durable.
+   * @throws {StoreUnavailableError} when the store is unavailable; else only this plant's own error.
+   */
+  save(plant: PlantRecord): Promise<SaveOutcome> {
+    return new Promise((resolve, reject) => {
+      this.queue.push({ plant, resolve, reject, context: this.options.tracer?.capture() })
+      this.schedule()
+    })
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return
+    this.scheduled = true
+    let turns = this.options.maxInFlight === 1 ? ONE_WRITER_TURNS : 1
+    const dispatch = () => {
+      if (--turns > 0 && this.queue.length < this.options.maxBatch) return void setImmediate(dispatch)
+      this.scheduled = false
+      while (this.inFlight < this.options.maxInFlight && this.queue.length > 0) {
+        void this.write(this.queue.splice(0, this.options.maxBatch))
+      }
+    }
+    setImmediate(dispatch)
+  }
+
+  private async write(batch: Pending[]): Promise<void> {
+    this.inFlight++
+    const started = process.hrtime.bigint()
+    const observe = (failed: boolean) =>
+      this.options.onBatch?.(batch.length, Number(process.hrtime.bigint() - started) / 1e9, failed)
+    try {
+      const plants = batch.map((pending) => pending.plant)
+      const tracer = this.options.tracer
+      const outcomes = await (tracer === undefined
+        ? this.writer.saveAll(plants)
+        : tracer.run(
+            batch.map((pending) => pending.context),
+            () => this.writer.saveAll(plants),
+          ))
+      observe(false)
+      outcomes.forEach((outcome, index) => batch[index]?.resolve(outcome))
+    } catch (error) {
+      observe(true)
+      if (batch.length === 1 || error instanceof StoreUnavailableError) {
+        for (const pending of batch) pending.reject(error)
+      } else {
+        // Find the culprit, so only its own save fails.
+        for (const pending of batch) await this.write([pending])
+      }
+    } finally {
+      this.inFlight--
+      this.schedule()
+    }
   }
 }

@@ -9,8 +9,7 @@ import {
   sql,
 } from 'kysely'
 import type { StoreSchema } from './schema.ts'
-import { type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
-import { unavailableAs } from './unavailable.ts'
+import { mapUnavailable, type PlantRecord, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
 /** Past `statement_timeout`: a reachable server cancels first (57014), the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
@@ -18,7 +17,7 @@ export const QUERY_TIMEOUT_MARGIN_MS = 500
 /** SQLSTATE classes 08 and 53, 57P01–57P03 and 57014 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
 function isPostgresUnavailable(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true
-  const code = (error as { code?: unknown }).code
+  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
   if (typeof code === 'string' && /^(08|53|57P0[1-3]|57014)/.test(code)) return true
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true
   const message = error instanceof Error ? error.message : ''
@@ -43,7 +42,7 @@ const PG_UNAVAILABLE = new RegExp(
  */
 export function openPostgres(options: StoreOptions): Store {
   const db = new Kysely<StoreSchema>({
-    dialect: unavailableAs(
+    dialect: mapUnavailable(
       new PostgresDialect({
         pool: async () => {
           const { default: pg } = await import('pg')
@@ -67,11 +66,29 @@ export function openPostgres(options: StoreOptions): Store {
     db,
     dialect: 'postgres',
     isUnavailable: isPostgresUnavailable,
+    insertNew: (plants) => insertNew(db, plants),
     ping: () => sql`select 1`.execute(db).then(() => undefined),
     migrationSchema: async () =>
-      (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]!.schema,
+      (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
     close: () => db.destroy(),
   }
+}
+
+/** One INSERT; the losers are read back without a transaction, as rows never change. */
+async function insertNew(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]) {
+  const inserted = await db
+    .insertInto('plant')
+    .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
+    .onConflict((conflict) => conflict.column('id').doNothing())
+    .returning('id')
+    .execute()
+  const insertedIds = new Set(inserted.map((row) => BigInt(row.id)))
+  const others = plants.filter((plant) => !insertedIds.has(plant.id)).map((plant) => plant.id)
+  const rows =
+    others.length === 0
+      ? []
+      : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
+  return new Map(rows.map((row) => [BigInt(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
 }
 
 /**
@@ -84,16 +101,16 @@ function discardingBroken(pool: pg.Pool, isServerError: (error: unknown) => bool
     end: () => pool.end(),
     connect: async () => {
       const client = await pool.connect()
-      let failure: Error | undefined
+      let broken = false
       const query = async (text: string, parameters: readonly unknown[]) => {
         try {
-          return (await client.query(text, parameters as unknown[])) as PostgresQueryResult<unknown>
+          return (await client.query(text, [...parameters])) as PostgresQueryResult<unknown>
         } catch (error) {
-          if (!isServerError(error)) failure = error as Error
+          broken ||= !isServerError(error)
           throw error
         }
       }
-      return { query, release: (destroy?: boolean) => client.release(failure ?? destroy) } as PostgresPoolClient
+      return { query, release: (destroy?: boolean) => client.release(broken || destroy) } as PostgresPoolClient
     },
   }
 }

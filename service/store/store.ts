@@ -1,5 +1,9 @@
-/** What each database (`sqlite.ts`, `postgres.ts`) provides under the repository. @module */
-import type { Kysely } from 'kysely'
+/**
+ * What each database (`sqlite.ts`, `postgres.ts`) provides under the repository, and the wrapper that turns a
+ * dialect's "unavailable" errors into {@link StoreUnavailableError}.
+ * @module
+ */
+import type { DatabaseConnection, Dialect, Driver, Kysely } from 'kysely'
 import type { Config } from '../config.ts'
 import type { StoreSchema } from './schema.ts'
 
@@ -21,15 +25,75 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError'
 }
 
+export interface PlantRecord {
+  readonly id: bigint
+  readonly name: string
+  readonly tag: string | null
+}
+
 export interface Store {
   /** Its queries reject with {@link StoreUnavailableError} when `isUnavailable` says so of their error. */
   readonly db: Kysely<StoreSchema>
   readonly dialect: 'sqlite' | 'postgres'
   /** A retry may succeed: {@link StoreUnavailableError}, or a database error that {@link Store.db} turns into one. */
   isUnavailable(error: unknown): boolean
+  /**
+   * Stores each of `plants` (distinct ids, in ascending order: one lock order) whose id is not stored yet, in one
+   * atomic write, durable when it resolves.
+   * @returns the rows already stored under the others' ids (a stored row never changes).
+   * @throws {StoreUnavailableError} when unreachable or overloaded; else the write's own error, nothing stored.
+   */
+  insertNew(plants: readonly PlantRecord[]): Promise<ReadonlyMap<bigint, PlantRecord>>
   /** Rejects while the embedded store's disk cannot take a write. */
   ping(): Promise<void>
   /** So schemas of one PostgreSQL database migrate apart. */
   migrationSchema(): Promise<string | undefined>
   close(): Promise<void>
+}
+
+/** `error` as {@link StoreUnavailableError} naming its cause when `isUnavailable` accepts it, else as it is. */
+export function unavailableAs(error: unknown, isUnavailable: (error: unknown) => boolean): unknown {
+  if (error instanceof StoreUnavailableError || !(error instanceof Error) || !isUnavailable(error)) return error
+  return new StoreUnavailableError(`The store is unavailable (${error.message})`, { cause: error })
+}
+
+/** `dialect`, where failures `isUnavailable` accepts reject with {@link StoreUnavailableError}, naming the cause. */
+export function mapUnavailable(dialect: Dialect, isUnavailable: (error: unknown) => boolean): Dialect {
+  return {
+    createAdapter: () => dialect.createAdapter(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createDriver: () => mappingDriver(dialect.createDriver(), isUnavailable),
+  }
+}
+
+function mappingDriver(driver: Driver, isUnavailable: (error: unknown) => boolean): Driver {
+  const mapped = <T>(work: () => Promise<T>): Promise<T> =>
+    work().catch((error: unknown) => Promise.reject(unavailableAs(error, isUnavailable)))
+  // The driver is given back its own connections.
+  const inner = new WeakMap<DatabaseConnection, DatabaseConnection>()
+  const outer = new WeakMap<DatabaseConnection, DatabaseConnection>()
+  const wrap = (connection: DatabaseConnection): DatabaseConnection => {
+    let wrapped = outer.get(connection)
+    if (wrapped === undefined) {
+      wrapped = {
+        executeQuery: (query, options) => mapped(() => connection.executeQuery(query, options)),
+        streamQuery: (query, chunkSize, options) => connection.streamQuery(query, chunkSize, options),
+      }
+      outer.set(connection, wrapped)
+      inner.set(wrapped, connection)
+    }
+    return wrapped
+  }
+  /* c8 ignore next -- Kysely hands back only the connections `wrap` made */
+  const own = (connection: DatabaseConnection) => inner.get(connection) ?? connection
+  return {
+    init: (options) => mapped(() => driver.init(options)),
+    acquireConnection: async (options) => wrap(await mapped(() => driver.acquireConnection(options))),
+    beginTransaction: (connection, settings) => mapped(() => driver.beginTransaction(own(connection), settings)),
+    commitTransaction: (connection) => mapped(() => driver.commitTransaction(own(connection))),
+    rollbackTransaction: (connection) => mapped(() => driver.rollbackTransaction(own(connection))),
+    releaseConnection: (connection, options) => driver.releaseConnection(own(connection), options),
+    destroy: (options) => driver.destroy(options),
+  }
 }

@@ -6,10 +6,14 @@
 import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api'
 import pg from 'pg'
 import t from 'tap'
-import { GroupCommit } from '../../service/store/group-commit.ts'
 import { openStore } from '../../service/store/database.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
-import { type PlantRecord, PlantRepository, StoreUnavailableError } from '../../service/store/plant-repository.ts'
+import {
+  GroupCommit,
+  type PlantRecord,
+  PlantRepository,
+  StoreUnavailableError,
+} from '../../service/store/plant-repository.ts'
 import { startTracing } from '../../service/tracing.ts'
 import { freshStore, postgresDatabase, storeOptions, TEST_DATABASE_URL } from '../helpers/app.ts'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
@@ -98,9 +102,12 @@ t.test(
     const tracing = startTracing(collector.url)
     let release!: () => void
     const gate = new Promise<void>((resolve) => (release = resolve))
+    let writing!: () => void
+    const written = new Promise<void>((resolve) => (writing = resolve))
     // A writer held until released: while it holds the first batch, the next saves queue up together.
     const writer = {
       saveAll: async (plants: readonly PlantRecord[]) => {
+        writing()
         await gate
         return plants.map((stored) => ({ status: 'created' as const, stored }))
       },
@@ -119,7 +126,7 @@ t.test(
       )
 
     const first = saveAs(callers[0]!, 1)
-    await new Promise((resolve) => setImmediate(resolve))
+    await written
     const queued = callers.slice(1).map((caller, index) => saveAs(caller, index + 2))
     release()
     t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))

@@ -11,8 +11,13 @@ import { Migrator } from 'kysely/migration'
 import t from 'tap'
 import { openStore } from '../../service/store/database.ts'
 import { PlantRepository } from '../../service/store/plant-repository.ts'
-import { BUSY_TIMEOUT_MS, SQLITE_FILE, startSqliteWorker } from '../../service/store/sqlite.ts'
-import { SqliteWorkerDialect } from '../../service/store/sqlite-worker-dialect.ts'
+import {
+  BUSY_TIMEOUT_MS,
+  SQLITE_FILE,
+  SqliteWorkerDialect,
+  startSqliteWorker,
+  WorkerConnection,
+} from '../../service/store/sqlite.ts'
 import { StoreUnavailableError } from '../../service/store/store.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
@@ -163,10 +168,12 @@ t.test(
     const started: Worker[] = []
     const gone: Error[] = []
     const db = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect({
-        startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
-        onWorkerGone: (error) => gone.push(error),
-      }),
+      dialect: new SqliteWorkerDialect(
+        new WorkerConnection({
+          startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
+          onWorkerGone: (error) => gone.push(error),
+        }),
+      ),
     })
     t.teardown(() => db.destroy())
     const silent = sql`select 1`.execute(db)
@@ -183,7 +190,7 @@ t.test(
     await db.destroy()
     t.equal(gone.length, 2, 'a close is not reported as a failure')
     const failed = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect({ startWorker: workers[1]! }),
+      dialect: new SqliteWorkerDialect(new WorkerConnection({ startWorker: workers[1]! })),
     })
     await t.rejects(sql`select 1`.execute(failed), { name: 'StoreUnavailableError' })
     await t.resolves(failed.destroy(), 'a store whose worker is gone closes at once')
@@ -197,7 +204,9 @@ t.test(
     const file = join(t.testdir(), SQLITE_FILE)
     const started: Worker[] = []
     const db = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect({ startWorker: () => started[started.push(startSqliteWorker(file)) - 1]! }),
+      dialect: new SqliteWorkerDialect(
+        new WorkerConnection({ startWorker: () => started[started.push(startSqliteWorker(file)) - 1]! }),
+      ),
     })
     t.teardown(() => db.destroy())
     await sql`create table t (x integer)`.execute(db)
@@ -228,8 +237,8 @@ t.test(
 )
 
 t.test(
-  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries; no ' +
-    'streaming',
+  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries or a ' +
+    "create's batch; no streaming",
   async (t) => {
     const store = openStore(storeOptions({ dataDir: t.testdir() }))
     t.teardown(() => store.close())
@@ -249,14 +258,19 @@ t.test(
       await insert(trx, 2n)
     })
     t.same(await outside, [1n, 2n], 'a query issued mid-transaction ran after it')
+    let batch: Promise<unknown> = Promise.resolve()
     await t.rejects(
       store.db.transaction().execute(async (trx) => {
         await insert(trx, 3n)
+        // A create's batch meanwhile: it must not join the transaction, or its rollback would drop it.
+        batch = new PlantRepository(store).saveAll([{ id: 4n, name: 'plant 4', tag: null }])
+        await new Promise((resolve) => setTimeout(resolve, 20))
         throw new Error('changed my mind')
       }),
       { message: 'changed my mind' },
     )
-    t.same(await ids(), [1n, 2n], 'the rolled-back row is not stored')
+    t.match(await batch, [{ status: 'created' }])
+    t.same(await ids(), [1n, 2n, 4n], 'the rolled-back row is not stored; the batch sent during it is, after it')
     await t.rejects(
       (async () => {
         for await (const row of store.db.selectFrom('plant').selectAll().stream()) t.fail(`streamed ${String(row)}`)
