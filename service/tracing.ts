@@ -12,7 +12,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { asError } from './errors.ts'
-import type { BatchTracer } from './store/group-commit.ts'
+import type { BatchTracer } from './store/plant-repository.ts'
 import type { Store } from './store/store.ts'
 
 export interface Tracing {
