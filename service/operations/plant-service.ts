@@ -3,8 +3,7 @@ import { HttpError } from '../errors.ts'
 import type { operations } from '../generated/openapi.ts'
 import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.ts'
 import type { Metrics } from '../plugins/metrics.ts'
-import type { GroupCommit } from '../store/group-commit.ts'
-import type { PlantRecord, PlantRepository } from '../store/plant-repository.ts'
+import type { GroupCommit, PlantRecord, PlantRepository } from '../store/plant-repository.ts'
 
 export interface ServiceParts {
   readonly repository: PlantRepository
