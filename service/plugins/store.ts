@@ -3,9 +3,8 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { AppConfig } from '../app.ts'
 import { openStore } from '../store/database.ts'
-import { GroupCommit } from '../store/group-commit.ts'
 import { migrateToLatest } from '../store/migrate.ts'
-import { PlantRepository } from '../store/plant-repository.ts'
+import { GroupCommit, PlantRepository } from '../store/plant-repository.ts'
 import type { Store } from '../store/store.ts'
 
 declare module 'fastify' {
