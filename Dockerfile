@@ -25,7 +25,7 @@
 # npm's cache lives in a build cache mount shared by both npm stages, so it is
 # downloaded once and never lands in a layer.
 
-# Build: every dependency, then TypeScript to dist/, and openapi.yaml beside it.
+# Build: every dependency, then TypeScript and the Kysely bundle to dist/, and openapi.yaml beside it.
 FROM node:24-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
