@@ -1,6 +1,6 @@
 /** Kysely's Migrator, whose lock makes replicas starting together wait for one. @module */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
-import type { Store } from './store.ts'
+import { messageOf, type Store } from './store.ts'
 import { migrations } from './migrations/index.ts'
 
 export class MigrationError extends Error {
@@ -10,16 +10,17 @@ export class MigrationError extends Error {
 /** @returns the migrations applied. @throws {MigrationError} unreachable, migrated by a newer release, or failed. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
-    throw new MigrationError(`The database cannot be reached: ${(error as Error).message}`, { cause: error })
+    throw new MigrationError(`The database cannot be reached: ${messageOf(error)}`, { cause: error })
   })
   const migrator = new Migrator({
     db: store.db,
     provider: { getMigrations: async () => migrations },
     migrationTableSchema: schema,
   })
-  const result: MigrationResultSet = await migrator.migrateToLatest()
-  if (result.error !== undefined) {
-    const message = (result.error as Error).message
+  // No results only with an error.
+  const { error, results = [] }: MigrationResultSet = await migrator.migrateToLatest()
+  if (error !== undefined) {
+    const message = messageOf(error)
     const missing = /previously executed migration (\S+) is missing/.exec(message)
     throw new MigrationError(
       missing
@@ -27,9 +28,9 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
             'refusing to start'
         : `Migration failed: ${message}`,
       {
-        cause: result.error,
+        cause: error,
       },
     )
   }
-  return result.results!.map((migration) => migration.migrationName)
+  return results.map((migration) => migration.migrationName)
 }

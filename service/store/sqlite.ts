@@ -28,6 +28,7 @@ import type { StoreSchema } from './schema.ts'
 import { openSqliteFile, type WorkerData, type WorkerRequest, type WorkerResponse } from './sqlite-worker.ts'
 import {
   mapUnavailable,
+  messageOf,
   type PlantRecord,
   type Store,
   type StoreOptions,
@@ -161,8 +162,7 @@ function checkUsable(dataDir: string, file: string): void {
     }
     openSqliteFile(file, BUSY_TIMEOUT_MS).close()
   } catch (error) {
-    /* c8 ignore next -- node:fs and better-sqlite3 throw Errors */
-    const message = error instanceof Error ? error.message : String(error)
+    const message = messageOf(error)
     const code = codeOf(error)
     const reason = code.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
     throw new ConfigError(`Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`, { cause: error })
