@@ -28,19 +28,13 @@ const WORKER_MARK = '(worker thread)'
 /** The doc's ordered list: each entry's path, and whether it runs on a worker thread. */
 function documentedPath(): Array<{ file: string; onWorker: boolean }> {
   const text = readFileSync(join(root, 'docs/development.md'), 'utf8')
-  const start = text.indexOf(LIST_HEADING)
-  const lines = text.slice(start).split('\n').slice(1)
-  const entries = lines.slice(lines.findIndex((line) => /^1\. /.test(line)))
-  return entries
-    .slice(
-      0,
-      entries.findIndex((line) => !/^(\d+\. |\s)/.test(line)),
-    )
-    .filter((line) => /^\d+\. /.test(line))
+  const lines = text.slice(text.indexOf(LIST_HEADING)).split('\n')
+  const first = lines.findIndex((line) => line.startsWith('1. '))
+  const end = lines.findIndex((line, index) => index > first && !/^\d+\. /.test(line))
+  return lines
+    .slice(first, end === -1 ? undefined : end)
     .map((line) => ({ file: /`([^`]+)`/.exec(line)?.[1] ?? line, onWorker: line.includes(WORKER_MARK) }))
 }
-
-type Coverage = Awaited<ReturnType<typeof takeCoverage>>
 
 /** A thread's profiler: the main thread's through `session`, a worker's through NodeWorker messages. */
 type Post = (method: string, params?: object) => Promise<unknown>
@@ -63,7 +57,7 @@ function readerUnit(file: string): string {
   return file
 }
 
-const unique = (files: Coverage) => [...new Set(files)].sort()
+const unique = (files: string[]) => [...new Set(files)].sort()
 
 t.test('the files a POST /plants runs through are the ones docs/development.md lists', async (t) => {
   const documented = documentedPath()
