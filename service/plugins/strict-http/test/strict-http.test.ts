@@ -6,6 +6,7 @@
  * @module
  */
 import { once } from 'node:events'
+import type { IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify, { type FastifyInstance } from 'fastify'
@@ -261,14 +262,27 @@ t.test(
   async (t) => {
     const { app, port } = await bareApp(t, { maxPipelined: 4 })
     let handled = 0
-    app.server.on('request', () => handled++)
+    const aborts: Error[] = []
+    app.server.on('request', (request: IncomingMessage) => {
+      handled++
+      request.on('error', (error) => aborts.push(error))
+    })
     const within = await raw(port, get('/things/1').repeat(4), (text) => text.split('HTTP/1.1 200').length === 5)
     t.equal(within.received.split('HTTP/1.1 200').length - 1, 4, 'four pipelined: each answered')
     t.notOk(within.closed)
     const before = handled
+    const limit = Error.stackTraceLimit
     const { closed } = await raw(port, get('/slow').repeat(3000))
     t.ok(closed, 'closed past the bound')
-    t.ok(handled - before >= 4)
+    t.ok(handled - before > 1000, `every request of the read parsed (${handled - before}), past the bound too`)
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(aborts.length, handled - before, "Node's abort of each one at the close...")
+    t.notOk(
+      aborts.some((error) => error.stack?.includes('\n    at ')),
+      '...made without a stack',
+    )
+    t.equal(Error.stackTraceLimit, limit, 'the limit restored')
+    t.ok(new Error('later').stack?.includes('\n    at '), 'later errors have their stacks')
     t.equal((await app.inject({ url: '/things/2' })).statusCode, 200)
   },
 )
