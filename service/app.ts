@@ -47,8 +47,6 @@ export async function createApp(
     errorBody,
     mapError: httpErrorOf,
     maxConnections: config.maxConnections,
-    // operations/ sends 100 Continue once authenticated.
-    continueBeforeBody: false,
   })
   await app.register(exactJson, { onlyJson: true })
   await app.register(metrics)

@@ -68,6 +68,7 @@ export function authenticateBeforeBody(route: RouteOptions, { guarded, bodyRequi
       throw (error as SecurityError).errors[0]
     }
     if (needsBody && request.headers['content-type'] === undefined) throw new HttpError(415, UNSUPPORTED_MEDIA_TYPE)
+    // The one place 100 Continue is sent: a client is invited to send its body once its request is accepted.
     if (request.headers.expect?.toLowerCase() === '100-continue') reply.raw.writeContinue()
   }
 }

@@ -32,8 +32,6 @@ export interface StrictHttpOptions {
   closeAfter?: readonly number[]
   /** Header carrying the request id on every answer, `false` for none; default `x-request-id`. */
   requestIdHeader?: string | false
-  /** Send `100 Continue` once the onRequest hooks passed (true, default), or leave it to the route. */
-  continueBeforeBody?: boolean
 }
 
 async function strictHttp(app: FastifyInstance, options: StrictHttpOptions): Promise<void> {
@@ -94,13 +92,8 @@ async function strictHttp(app: FastifyInstance, options: StrictHttpOptions): Pro
   server.on('connect', (_request, socket: Socket) => fail(httpError(400, CONNECT_REFUSED), socket))
   // Other expectations are ignored (RFC 9110 §10.1.1); Node would answer 417 without a body.
   server.on('checkExpectation', (request, response) => server.emit('request', request, response))
-  // Node would send 100 Continue at once, before any hook could refuse the request.
+  // Node would send 100 Continue at once, before any hook could refuse the request; the app sends it once it accepts.
   server.on('checkContinue', (request, response) => server.emit('request', request, response))
-  if (options.continueBeforeBody ?? true) {
-    app.addHook('preParsing', async (request, reply) => {
-      if (request.headers.expect?.toLowerCase() === '100-continue' && !reply.raw.headersSent) reply.raw.writeContinue()
-    })
-  }
 
   let closing = false
   app.decorate('closeConnections', () => {
