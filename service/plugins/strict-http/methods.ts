@@ -1,4 +1,5 @@
 /** 404 (no such path) told from 405 with `Allow` (a known path, another method), from the routes registered. @module */
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
 
@@ -8,6 +9,10 @@ export function httpError(statusCode: number, message: string, headers: Record<s
 }
 
 type Method = Parameters<FindMyWay.Instance<FindMyWay.HTTPVersion.V1>['find']>[0]
+
+const NODE_METHODS = new Set<string>(METHODS)
+/** The methods Node's parser reads, the only ones a request can have. */
+const isMethod = (method: string): method is Method => NODE_METHODS.has(method)
 
 /**
  * Watches every route registered after it (`onRoute`), in a router of its own with the app's router options.
@@ -24,7 +29,7 @@ export function observeRoutes(app: FastifyInstance): (request: FastifyRequest) =
   })
   const methods = new Set<Method>()
   app.addHook('onRoute', ({ method, url }) => {
-    for (const one of [method].flat() as Method[]) {
+    for (const one of [method].flat().filter(isMethod)) {
       methods.add(one)
       if (!router.hasRoute(one, url)) router.on(one, url, () => {}, url)
     }
