@@ -35,17 +35,17 @@ export class ExactJsonError extends Error {
 const utf8 = new TextDecoder('utf-8', { fatal: true })
 
 /**
- * @param contentType - the request's `Content-Type`.
+ * @param contentType - the request's `Content-Type` (none is 415).
  * @param contentEncoding - the request's `Content-Encoding`, if any.
  * @throws {ExactJsonError} 415 for a charset other than UTF-8, unparsable parameters (RFC 9110 §8.3),
  *   or a content coding other than `identity` (RFC 9110 §8.4.1, §15.5.16).
  */
-export function requireIdentityUtf8(contentType: string, contentEncoding?: string): void {
+export function requireIdentityUtf8(contentType: string | undefined, contentEncoding?: string): void {
   if (contentEncoding !== undefined && !/^\s*identity\s*$/i.test(contentEncoding))
     throw new ExactJsonError(415, IDENTITY_ONLY, { 'accept-encoding': 'identity' })
   let charset: string | undefined
   try {
-    charset = parseMediaType(contentType).parameters.charset
+    charset = parseMediaType({ headers: { 'content-type': contentType } }).parameters.charset
   } catch {
     throw new ExactJsonError(415, UTF8_ONLY)
   }
@@ -101,8 +101,9 @@ function losslessly(text: string): unknown {
   try {
     value = parse(text, null, { parseNumber, onDuplicateKey })
   } catch (error) {
-    if (error instanceof ExactJsonError) throw error
-    throw new ExactJsonError(400, `Body is not valid JSON: ${(error as Error).message}`)
+    // lossless-json's own refusals; ours pass as they are.
+    if (!(error instanceof SyntaxError)) throw error
+    throw new ExactJsonError(400, `Body is not valid JSON: ${error.message}`)
   }
   return forValidation({ '': value }, '')
 }

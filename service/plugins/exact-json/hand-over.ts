@@ -1,6 +1,6 @@
 /** Each `int64` member of a body or parameter handed to the handler as its exact `bigint` (`onRoute`). @module */
 import type { FastifyReply, FastifyRequest, RouteOptions } from 'fastify'
-import { EXACT, forValidation, type Holder, numberOf, PLAIN_INTEGER } from './integers.ts'
+import { EXACT, forValidation, isHolder, numberOf, PLAIN_INTEGER } from './integers.ts'
 
 interface Schema extends Partial<Record<(typeof UNREAD_KEYWORDS)[number], unknown>> {
   type?: string | string[]
@@ -16,14 +16,17 @@ const UNREAD_KEYWORDS = ['prefixItems', 'oneOf', 'anyOf', 'additionalProperties'
 
 const EACH_ITEM = Symbol('each item')
 
-type MemberPath = ReadonlyArray<string | typeof EACH_ITEM>
+type Step = string | typeof EACH_ITEM
+/** Member names from a request part to an `int64`, `EACH_ITEM` for every item of an array. */
+type MemberPath = readonly [Step, ...Step[]]
 
 /** @throws {Error} for an `int64` below any other keyword ({@link UNREAD_KEYWORDS}), naming where. */
-function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath[] {
+function int64Paths(schema: Schema | undefined, at: readonly Step[] = []): MemberPath[] {
   if (schema === undefined) return []
   if (schema.format === 'int64') {
-    if (at.length === 0) throw new Error('An int64 that is a whole request part cannot be handed over exactly')
-    return [at]
+    const [first, ...rest] = at
+    if (first === undefined) throw new Error('An int64 that is a whole request part cannot be handed over exactly')
+    return [[first, ...rest]]
   }
   const nested = [...Object.values(schema.content ?? {}).map((media) => media.schema), ...(schema.allOf ?? [])]
   const inside = Object.entries(schema.properties ?? {}).flatMap(([name, member]) => int64Paths(member, [...at, name]))
@@ -39,15 +42,14 @@ function int64Paths(schema: Schema | undefined, at: MemberPath = []): MemberPath
   ]
 }
 
-function handOver(holder: unknown, path: MemberPath): void {
-  if (typeof holder !== 'object' || holder === null) return
-  const [name, ...rest] = path
+function handOver(holder: unknown, [name, ...rest]: MemberPath): void {
+  if (!isHolder(holder)) return
   if (name === EACH_ITEM && !Array.isArray(holder)) return
-  const members = holder as Holder
-  for (const member of name === EACH_ITEM ? Object.keys(holder) : [name!]) {
-    const value = members[member]
-    if (rest.length > 0) handOver(value, rest)
-    else if (typeof value === 'number') members[member] = members[EXACT]?.get(member) ?? BigInt(value)
+  const [next, ...after] = rest
+  for (const member of name === EACH_ITEM ? Object.keys(holder) : [name]) {
+    const value = holder[member]
+    if (next !== undefined) handOver(value, [next, ...after])
+    else if (typeof value === 'number') holder[member] = holder[EXACT]?.get(member) ?? BigInt(value)
   }
 }
 

@@ -2,7 +2,7 @@
  * Exact JSON for Fastify: integers past 2^53 reach handlers as `bigint` and go back out digit for digit.
  * README.md says what it guarantees and how to register it. @module
  */
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { parseJsonBody, requireIdentityUtf8 } from './body.ts'
 import { exactInt64 } from './hand-over.ts'
@@ -48,14 +48,9 @@ export interface ExactJsonOptions {
 
 async function exactJson(app: FastifyInstance, options: ExactJsonOptions): Promise<void> {
   if (options.onlyJson === true) app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
-    try {
-      // A parser runs only for a request with a Content-Type.
-      requireIdentityUtf8(request.headers['content-type'] as string, request.headers['content-encoding'])
-      done(null, parseJsonBody(body as Buffer))
-    } catch (error) {
-      done(error as Error)
-    }
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => {
+    requireIdentityUtf8(request.headers['content-type'], request.headers['content-encoding'])
+    return parseJsonBody(body)
   })
   app.addHook('onRoute', exactInt64)
 }

@@ -13,6 +13,11 @@ export const EXACT = Symbol('exact int64 values')
 
 export type Holder = Record<string, unknown> & { [EXACT]?: Map<string, bigint> }
 
+/** An object or an array: its members read and replaced by name. */
+export function isHolder(value: unknown): value is Holder {
+  return typeof value === 'object' && value !== null
+}
+
 /** A JSON number literal's value: `number` when exact, `bigint` past 2^53, NaN for a non-integer that rounds to one. */
 export function numberOf(literal: string): number | bigint {
   const value = Number(literal)
@@ -32,10 +37,7 @@ export function forValidation(holder: Holder, key: string): unknown {
     exact.set(key, value)
     return Number(value)
   }
-  if (typeof value === 'object' && value !== null) {
-    const members = value as Record<string, unknown>
-    for (const member of Object.keys(members)) members[member] = forValidation(members, member)
-  }
+  if (isHolder(value)) for (const member of Object.keys(value)) value[member] = forValidation(value, member)
   return value
 }
 
