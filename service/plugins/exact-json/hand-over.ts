@@ -64,21 +64,21 @@ const PARTS = [{ part: 'body', schema: 'body' }, ...PARAMETERS] as const
  * @throws {Error} see {@link int64Paths}.
  */
 export function exactInt64(route: RouteOptions): void {
-  const schema = (route.schema ?? {}) as Partial<Record<(typeof PARTS)[number]['schema'], Schema>>
-  const readers = PARAMETERS.map(({ part, schema: name }) => ({ part, integers: integerMembers(schema[name]) })).filter(
+  const schema = (name: (typeof PARTS)[number]['schema']) => schemaOf(route.schema?.[name])
+  const readers = PARAMETERS.map(({ part, schema: name }) => ({ part, integers: integerMembers(schema(name)) })).filter(
     ({ integers }) => integers.length > 0,
   )
   if (readers.length > 0) {
     route.preValidation = [
       function readIntegerParameters(request: FastifyRequest, _reply: FastifyReply, done: () => void) {
         for (const { part, integers } of readers)
-          request[part] = readIntegers({ ...(request[part] as Record<string, unknown>) }, integers)
+          request[part] = readIntegers(Object.assign({}, request[part]), integers)
         done()
       },
       ...[route.preValidation ?? []].flat(),
     ]
   }
-  const handOvers = PARTS.map(({ part, schema: name }) => ({ part, paths: int64Paths(schema[name]) })).filter(
+  const handOvers = PARTS.map(({ part, schema: name }) => ({ part, paths: int64Paths(schema(name)) })).filter(
     ({ paths }) => paths.length > 0,
   )
   if (handOvers.length === 0) return
@@ -89,6 +89,11 @@ export function exactInt64(route: RouteOptions): void {
       done()
     },
   ]
+}
+
+/** A schema object; `true`, `false` and no schema hold no `int64`. */
+function schemaOf(value: unknown): Schema | undefined {
+  return typeof value === 'object' && value !== null ? value : undefined
 }
 
 function integerMembers(schema: Schema | undefined): string[] {
