@@ -5,9 +5,10 @@
  *
  * @module
  */
+import { request as httpRequest } from 'node:http'
 import Fastify from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.ts'
 import { loadContractReadings, type OpenApiDocument } from '../../service/contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.ts'
@@ -58,6 +59,8 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
       },
     ].flat()
   })
+  // As strict-http does: Node sends no 100 Continue by itself, the request goes to the hooks.
+  app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   const specification = contract(security)
   await app.register(async (routes) => {
     const sets = operationSets(specification)
@@ -70,7 +73,24 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
   })
   const post = (payload?: string, headers: Record<string, string> = { 'content-type': 'application/json' }) =>
     app.inject({ method: 'POST', url: '/x', headers, payload })
-  return { post, parsed, routes: () => app.printRoutes({ includeHooks: true, commonPrefix: false }) }
+  /** A real POST with `Expect: 100-continue`: whether 100 came before the answer, and the answer's status. */
+  const expectContinue = async (t: Test) => {
+    t.teardown(() => app.close())
+    const url = await app.listen({ port: 0, host: '127.0.0.1' })
+    return new Promise<[boolean, number | undefined]>((resolve, reject) => {
+      const request = httpRequest(`${url}/x`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', expect: '100-continue', 'content-length': 7 },
+      })
+      let invited = false
+      request.on('continue', () => request.end('{"n":1}', () => (invited = true)))
+      request.on('response', (response) => resolve([invited, response.resume().statusCode]))
+      request.on('error', reject)
+      // No 100: the client waits for it; after 5 s, the answer is that none came.
+      request.setTimeout(5000, () => resolve([invited, undefined]))
+    })
+  }
+  return { post, parsed, expectContinue, routes: () => app.printRoutes({ includeHooks: true, commonPrefix: false }) }
 }
 
 t.test(
@@ -103,6 +123,12 @@ t.test('no requirement, or an empty one, makes an operation public', async (t) =
     t.equal((await app.post('{"n":1}')).statusCode, 200, JSON.stringify(security))
     t.equal(app.parsed.handedOver, 1, "another plugin's preHandler stays one")
   }
+})
+
+t.test('Expect: 100-continue: 100 Continue once accepted, a public operation at once (RFC 9110 §10.1.1)', async (t) => {
+  t.strictSame(await (await glued([], { a: refuse(401) })).expectContinue(t), [true, 200], 'public')
+  t.strictSame(await (await glued([{ a: [] }], { a: accept })).expectContinue(t), [true, 200], 'authenticated')
+  t.strictSame(await (await glued([{ a: [] }], { a: refuse(401) })).expectContinue(t), [false, 401], 'refused: no 100')
 })
 
 t.test('a required body without Content-Type is 415 once authenticated, before any body is read', async (t) => {
