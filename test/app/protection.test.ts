@@ -69,13 +69,14 @@ t.test(
   'failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token never refused',
   async (t) => {
     const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
+    const at7 = (token: string | undefined) => from('198.51.100.7', token)
     t.same(
-      await statuses(app, [from('198.51.100.7', WRONG), from('198.51.100.7', undefined), from('198.51.100.7', 'x')]),
+      await statuses(app, [at7(WRONG), at7(undefined), at7('x')]),
       [401, 401, 401],
       'wrong, missing, malformed: 401',
     )
     // Its body and Retry-After: contract-examples.test.ts.
-    const limited = await send(app, from('198.51.100.7', WRONG))
+    const limited = await send(app, at7(WRONG))
     t.match(
       [limited.statusCode, limited.headers['www-authenticate']],
       [429, undefined],
@@ -83,26 +84,16 @@ t.test(
     )
     t.equal((await send(app, from('198.51.100.8', WRONG))).statusCode, 401, 'another address has its own budget')
     t.same(
-      await statuses(app, [
-        from('198.51.100.7', TOKEN),
-        from('198.51.100.7', WRONG),
-        from('198.51.100.7', TOKEN),
-        from('198.51.100.7', TOKEN),
-        from('198.51.100.7', TOKEN),
-      ]),
+      await statuses(app, [TOKEN, WRONG, TOKEN, TOKEN, TOKEN].map(at7)),
       [200, 429, 200, 200, 429],
       'the right token is served between the failures, until its own budget of 3 is spent',
     )
     t.match(
-      (await send(app, from('198.51.100.7', TOKEN))).json(),
+      (await send(app, at7(TOKEN))).json(),
       { error: 429, message: /^Rate limit exceeded/ },
       'that 429 is the per-token limit',
     )
-    t.equal(
-      (await send(app, from('198.51.100.7', OTHER_TOKEN))).statusCode,
-      200,
-      'another token from the same address is served',
-    )
+    t.equal((await send(app, at7(OTHER_TOKEN))).statusCode, 200, 'another token from the same address is served')
   },
 )
 
@@ -115,7 +106,8 @@ t.test('IPv6 clients share a failure budget per /56 network, not per /64', async
 
 t.test('a flood of new addresses does not reset the count of a known offender', async (t) => {
   const app = await build(t, { authFailureLimitMax: 3 })
-  t.same(await statuses(app, [from('198.51.100.66', WRONG), from('198.51.100.66', WRONG)]), [401, 401])
+  const twice = Array<PostOptions>(2).fill(from('198.51.100.66', WRONG))
+  t.same(await statuses(app, twice), [401, 401])
   // More new addresses than the store keeps of them (5,000), one failure each.
   for (let batch = 0; batch < 60; batch++) {
     const flood = await Promise.all(
@@ -123,17 +115,14 @@ t.test('a flood of new addresses does not reset the count of a known offender', 
     )
     if (flood.some((response) => response.statusCode !== 401)) t.fail('a flood request was not 401')
   }
-  t.same(
-    await statuses(app, [from('198.51.100.66', WRONG), from('198.51.100.66', WRONG)]),
-    [401, 429],
-    'the third failure counted as the third',
-  )
+  t.same(await statuses(app, twice), [401, 429], 'the third failure counted as the third')
 })
 
 t.test(
   'behind a trusted gateway the forwarded address is the key unless not an IP; untrusted, all clients are the gateway',
   async (t) => {
     const gateway = '10.0.0.2'
+    const via = (forwarded: string, token = WRONG) => from(gateway, token, forwarded)
     const { stream, lines } = logSink()
     const trusting = await build(
       t,
@@ -141,24 +130,19 @@ t.test(
       { ...loggerOptions('info', false), stream },
     )
     t.same(
-      await statuses(trusting, [
-        from(gateway, WRONG, '203.0.113.1'),
-        from(gateway, WRONG, '203.0.113.1'),
-        from(gateway, WRONG, '203.0.113.2'),
-      ]),
+      await statuses(
+        trusting,
+        ['203.0.113.1', '203.0.113.1', '203.0.113.2'].map((address) => via(address)),
+      ),
       [401, 429, 401],
       'each client its own budget',
     )
     t.equal(
-      (await send(trusting, from(gateway, TOKEN, '203.0.113.1'))).statusCode,
+      (await send(trusting, via('203.0.113.1', TOKEN))).statusCode,
       200,
       'a locked-out address with the right token is served',
     )
-    t.equal(
-      (await send(trusting, from(gateway, WRONG, '198.51.100.001'))).statusCode,
-      401,
-      'junk counts as the gateway',
-    )
+    t.equal((await send(trusting, via('198.51.100.001'))).statusCode, 401, 'junk counts as the gateway')
     const forged = [
       '0xc6.51.100.1',
       '3325256705',
@@ -168,7 +152,10 @@ t.test(
       `203.0.113.1${'x'.repeat(7000)}`,
       '203.0.113.9, junk, 10.0.0.3',
     ]
-    const forgedStatuses = await statuses(trusting, [...forged.map((forwarded) => from(gateway, WRONG, forwarded))])
+    const forgedStatuses = await statuses(
+      trusting,
+      forged.map((forwarded) => via(forwarded)),
+    )
     t.same(
       forgedStatuses,
       [...Array(forged.length - 1).fill(429), 401],
@@ -180,22 +167,15 @@ t.test(
       'logged as the last valid hop, never as given',
     )
     t.same(
-      await statuses(trusting, [from(gateway, WRONG, '::ffff:198.51.100.9'), from(gateway, WRONG, '198.51.100.9')]),
+      await statuses(trusting, [via('::ffff:198.51.100.9'), via('198.51.100.9')]),
       [401, 429],
       'one address in two spellings',
     )
-    t.same(
-      await statuses(trusting, [from(gateway, WRONG, '2001:DB8:0:0:0:0:0:1'), from(gateway, WRONG, '2001:db8::1')]),
-      [401, 429],
-    )
+    t.same(await statuses(trusting, [via('2001:DB8:0:0:0:0:0:1'), via('2001:db8::1')]), [401, 429])
     t.same(loggedAddresses(lines).slice(2), ['2001:db8::1', '2001:db8::1'], 'IPv6 in its RFC 5952 form')
     const untrusting = await build(t, { authFailureLimitMax: 1 })
     t.same(
-      await statuses(untrusting, [
-        from(gateway, WRONG, '203.0.113.1'),
-        from(gateway, WRONG, '203.0.113.2'),
-        from(gateway, TOKEN, '203.0.113.3'),
-      ]),
+      await statuses(untrusting, [via('203.0.113.1'), via('203.0.113.2'), via('203.0.113.3', TOKEN)]),
       [401, 429, 200],
     )
   },
@@ -214,12 +194,10 @@ t.test(
       { ...loggerOptions('info', false), stream },
     )
     t.same(
-      await statuses(redisDown, [
-        from('192.0.2.3', TOKEN),
-        from('192.0.2.3', TOKEN),
-        from('192.0.2.3', WRONG),
-        from('192.0.2.3', WRONG),
-      ]),
+      await statuses(
+        redisDown,
+        [TOKEN, TOKEN, WRONG, WRONG].map((token) => from('192.0.2.3', token)),
+      ),
       [200, 200, 401, 401],
     )
     const outage = lines.filter((line) => /^Redis/.test(String(line.msg)))
@@ -334,8 +312,9 @@ t.test(
         'access-control-request-headers': 'authorization,content-type',
       },
     } as const
+    const fromOrigin = (origin: string) => from('192.0.2.1', TOKEN, undefined, origin)
     const off = await build(t)
-    const served = await send(off, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))
+    const served = await send(off, fromOrigin('https://ui.example'))
     t.equal(served.statusCode, 200)
     t.equal(served.headers['access-control-allow-origin'], undefined)
     t.match(await off.inject(preflight), { statusCode: 405, headers: { 'access-control-allow-origin': undefined } })
@@ -348,12 +327,10 @@ t.test(
     })
     t.equal(allowed.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
     t.equal(
-      (await send(on, from('192.0.2.1', TOKEN, undefined, 'https://ui.example'))).headers[
-        'access-control-allow-origin'
-      ],
+      (await send(on, fromOrigin('https://ui.example'))).headers['access-control-allow-origin'],
       'https://ui.example',
     )
-    const other = await send(on, from('192.0.2.1', TOKEN, undefined, 'https://evil.example'))
+    const other = await send(on, fromOrigin('https://evil.example'))
     t.equal(other.statusCode, 200, 'another origin is served (CORS binds browsers, not the service)')
     t.equal(other.headers['access-control-allow-origin'], undefined, 'without its origin allowed')
   },

@@ -8,7 +8,7 @@ import { Worker } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
 import { Kysely, sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { openStore } from '../../service/store/database.ts'
 import { PlantRepository } from '../../service/store/plant-repository.ts'
 import {
@@ -23,11 +23,17 @@ import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
 import { POSTGRES_URL, storeOptions } from '../helpers/app.ts'
 
+/** A store on `dataDir` (and `databaseUrl`, if given), closed at teardown. */
+function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
+  const store = openStore(storeOptions({ dataDir, databaseUrl }))
+  t.teardown(() => store.close())
+  return store
+}
+
 t.test(
   'PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not',
   async (t) => {
-    const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: POSTGRES_URL }))
-    t.teardown(() => store.close())
+    const store = opened(t, t.testdir(), POSTGRES_URL)
     const error = (message: string, code?: string) =>
       Object.assign(new Error(message), code === undefined ? {} : { code })
     for (const unavailable of [
@@ -58,16 +64,12 @@ t.test(
   'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors are ' +
     'not',
   async (t) => {
-    const store = openStore(storeOptions({ dataDir: t.testdir() }))
-    t.teardown(() => store.close())
+    const store = opened(t)
     const error = (message: string, code: string) => Object.assign(new Error(message), { code })
     for (const unavailable of [
       error('database is locked', 'SQLITE_BUSY'),
       error('database or disk is full', 'SQLITE_FULL'),
-      error('disk I/O error', 'SQLITE_IOERR_WRITE'),
-      error('disk I/O error', 'SQLITE_IOERR_FSYNC'),
-      error('disk I/O error', 'SQLITE_IOERR_SHMSIZE'),
-      error('disk I/O error', 'SQLITE_IOERR'),
+      ...['_WRITE', '_FSYNC', '_SHMSIZE', ''].map((kind) => error('disk I/O error', `SQLITE_IOERR${kind}`)),
     ]) {
       t.ok(store.isUnavailable(unavailable), unavailable.code)
     }
@@ -84,8 +86,7 @@ t.test(
 )
 
 t.test('migrations apply up and roll back down', async (t) => {
-  const store = openStore(storeOptions({ dataDir: t.testdir() }))
-  t.teardown(() => store.close())
+  const store = opened(t)
   t.same(await migrateToLatest(store), ['0001-create-plant'])
   const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations } })
   const down = await migrator.migrateDown()
@@ -96,8 +97,7 @@ t.test('migrations apply up and roll back down', async (t) => {
 
 t.test('a failing migration is a MigrationError that says why', async (t) => {
   const dataDir = t.testdir()
-  const store = openStore(storeOptions({ dataDir }))
-  t.teardown(() => store.close())
+  const store = opened(t, dataDir)
   const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
   sqlite.exec('create table plant (something text)')
   sqlite.close()
@@ -112,8 +112,7 @@ t.test(
     'rejects with StoreUnavailableError',
   async (t) => {
     const dataDir = t.testdir()
-    const store = openStore(storeOptions({ dataDir }))
-    t.teardown(() => store.close())
+    const store = opened(t, dataDir)
     await migrateToLatest(store)
     const holder = new SQLite(join(dataDir, SQLITE_FILE))
     holder.exec('begin immediate')
@@ -146,8 +145,7 @@ t.test(
 )
 
 t.test('PostgreSQL: a server that cannot be reached rejects any query with StoreUnavailableError', async (t) => {
-  const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: 'postgres://nobody@127.0.0.1:1/none' }))
-  t.teardown(() => store.close())
+  const store = opened(t, t.testdir(), 'postgres://nobody@127.0.0.1:1/none')
   const error = await sql`select 1`.execute(store.db).catch((error: unknown) => error)
   t.type(error, StoreUnavailableError)
   t.match(error, { message: /^The store is unavailable \(.*ECONNREFUSED/, cause: { code: 'ECONNREFUSED' } })
@@ -240,8 +238,7 @@ t.test(
   'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries or a ' +
     "create's batch; no streaming",
   async (t) => {
-    const store = openStore(storeOptions({ dataDir: t.testdir() }))
-    t.teardown(() => store.close())
+    const store = opened(t)
     await migrateToLatest(store)
     const insert = (db: typeof store.db, id: bigint) =>
       db
