@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { listen, TOKEN } from '../helpers/app.ts'
 import { otherMethod } from '../helpers/contract.ts'
 import { postPlant } from '../helpers/post-plant.ts'
@@ -55,6 +55,13 @@ async function until(
   return { received, closed }
 }
 
+/** A connection to `url`, destroyed at teardown. */
+async function open(t: Test, url: string): Promise<Socket> {
+  const socket = await connected({ url })
+  t.teardown(() => socket.destroy())
+  return socket
+}
+
 const AUTHORIZED = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
 
 t.test(
@@ -76,9 +83,7 @@ t.test(
       ],
     ]
     for (const [what, request, status] of cases) {
-      const socket = await connected({ url })
-      t.teardown(() => socket.destroy())
-      const { received, closed } = await until(socket, request, () => false)
+      const { received, closed } = await until(await open(t, url), request, () => false)
       t.match(
         received,
         new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'),
@@ -86,11 +91,9 @@ t.test(
       )
       t.ok(closed, `${what}: the server closed the connection`)
     }
-    const socket = await connected({ url })
-    t.teardown(() => socket.destroy())
     const body = '{"id":1,"name":"Ficus"}'
     const kept = await until(
-      socket,
+      await open(t, url),
       `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`,
       (received) => received.endsWith('}'),
     )
@@ -141,12 +144,9 @@ t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9
   const body = '{"id":1,"name":"Ficus"}'
   const head = (headers: Record<string, string>) =>
     `${requestHead('POST', '/plants', { ...headers, 'Content-Type': 'application/json', Expect: '100-continue', 'Content-Length': String(body.length) })}\r\n`
-  const refused = await connected({ url })
-  t.teardown(() => refused.destroy())
-  const { received } = await until(refused, head({ Authorization: 'Bearer wrong' }), () => false)
+  const { received } = await until(await open(t, url), head({ Authorization: 'Bearer wrong' }), () => false)
   t.match(received, /^HTTP\/1\.1 401 /, 'without a valid token: 401, never 100')
-  const invited = await connected({ url })
-  t.teardown(() => invited.destroy())
+  const invited = await open(t, url)
   const interim = await until(invited, head({ Authorization: `Bearer ${TOKEN}` }), (text) => text.includes('\r\n\r\n'))
   t.match(interim.received, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, 'with one: 100 Continue, before the body is sent')
   const final = await until(invited, body, (text) => text.endsWith('}'))
