@@ -20,6 +20,7 @@ const app = await build(t, { bodyLimit: 1024 })
 /** POSTs `payload` with `contentType` (none when undefined), checked against the contract. */
 const send = (t: Test, contentType: string | undefined, payload?: string | Buffer) =>
   postPlant(app, payload, { t, headers: { ...JSON_HEADERS, 'content-type': contentType } })
+const sendJson = (t: Test, payload: string | Buffer) => send(t, 'application/json', payload)
 
 t.test(
   'application/json in UTF-8 is accepted, its media type matched case-insensitively (RFC 9110 §8.3.1)',
@@ -70,11 +71,7 @@ t.test('malformed JSON, an empty body, a repeated member name, garbage after the
     '{"id":1,"id":2,"name":"Fern"}',
     '{"id":1,"name":"Fern"} x',
   ]) {
-    t.match(
-      (await send(t, 'application/json', payload)).json(),
-      { error: 400, message: /^Body is not valid JSON/ },
-      payload,
-    )
+    t.match((await sendJson(t, payload)).json(), { error: 400, message: /^Body is not valid JSON/ }, payload)
   }
 })
 
@@ -82,13 +79,13 @@ t.test('bytes that are not UTF-8 are 400, and nothing is stored in their place',
   for (const bytes of [[0xe9], [0xff], [0xc3], [0xed, 0xa0, 0x80], [0xc0, 0xaf]]) {
     const body = Buffer.concat([Buffer.from('{"id":500,"name":"caf'), Buffer.from(bytes), Buffer.from('"}')])
     t.strictSame(
-      (await send(t, 'application/json', body)).json(),
+      (await sendJson(t, body)).json(),
       { error: 400, message: 'Body is not valid UTF-8 (RFC 8259 §8.1)' },
       Buffer.from(bytes).toString('hex'),
     )
   }
   t.strictSame(
-    (await send(t, 'application/json', Buffer.from('{"id":500,"name":"café"}'))).json(),
+    (await sendJson(t, Buffer.from('{"id":500,"name":"café"}'))).json(),
     { name: 'café' },
     'the same id in UTF-8 is a new plant',
   )
@@ -122,25 +119,25 @@ t.test(
       [13, '"color":"green","tags":["inherited"]'],
     ]) {
       t.strictSame(
-        (await send(t, 'application/json', `{"id":${id},"name":"Fern",${extra}}`)).json(),
+        (await sendJson(t, `{"id":${id},"name":"Fern",${extra}}`)).json(),
         { name: 'Fern' },
         'no member of it reaches the Plant',
       )
       t.equal(
-        (await send(t, 'application/json', `{"id":${id},"name":"Fern"}`)).statusCode,
+        (await sendJson(t, `{"id":${id},"name":"Fern"}`)).statusCode,
         200,
         'stored as {id, name}: the plain plant replays',
       )
       t.equal(
-        (await send(t, 'application/json', `{"id":${id},"name":"Fern","tag":"inherited"}`)).statusCode,
+        (await sendJson(t, `{"id":${id},"name":"Fern","tag":"inherited"}`)).statusCode,
         409,
         'the tag inside it was not stored',
       )
     }
-    t.strictSame(
-      (await send(t, 'application/json', '{"id":12,"__proto__":{"name":"Fern","tag":"inherited"}}')).json(),
-      { error: 400, message: "body must have required property 'name'" },
-    )
+    t.strictSame((await sendJson(t, '{"id":12,"__proto__":{"name":"Fern","tag":"inherited"}}')).json(), {
+      error: 400,
+      message: "body must have required property 'name'",
+    })
     for (const name of ['polluted', 'tag', 'name'])
       t.notOk(Object.prototype.hasOwnProperty.call(Object.prototype, name), `Object.prototype has no ${name}`)
   },
@@ -149,6 +146,6 @@ t.test(
 t.test('a body over BODY_LIMIT is 413; one of exactly BODY_LIMIT bytes is accepted', async (t) => {
   const atLimit = `{"id":20,"name":"${'a'.repeat(1024 - '{"id":20,"name":""}'.length)}"}`
   t.equal(Buffer.byteLength(atLimit), 1024)
-  t.equal((await send(t, 'application/json', atLimit)).statusCode, 200)
-  t.match((await send(t, 'application/json', atLimit.replace('"a', '"aa'))).json(), { error: 413, message: String })
+  t.equal((await sendJson(t, atLimit)).statusCode, 200)
+  t.match((await sendJson(t, atLimit.replace('"a', '"aa'))).json(), { error: 413, message: String })
 })
