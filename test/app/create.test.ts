@@ -106,26 +106,21 @@ t.test(
 t.test(
   'ids are exact over the whole int64 range: 2^53 + 1 and 2^53 are two plants, the bounds are stored exactly',
   async (t) => {
-    for (const id of [
+    const ids = [
       '9007199254740993',
       '9007199254740992',
       '-9223372036854775808',
       '9223372036854775807',
       '9223372036854775806',
-    ]) {
+    ]
+    for (const id of ids) {
       t.equal(
         (await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode,
         200,
         `${id} created, no conflict with a rounded neighbour`,
       )
     }
-    for (const id of [
-      '9007199254740993',
-      '9007199254740992',
-      '-9223372036854775808',
-      '9223372036854775807',
-      '9223372036854775806',
-    ]) {
+    for (const id of ids) {
       t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} replayed`)
       t.equal((await postPlant(app, `{"id":${id},"name":"other"}`, { t })).statusCode, 409, `${id} conflicts`)
       t.strictSame(await storedRows(id), [{ id, name: `n${id}`, tag: null }])
