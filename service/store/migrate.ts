@@ -1,6 +1,7 @@
 /** Kysely's Migrator, whose lock makes replicas starting together wait for one. @module */
 import { type MigrationResultSet, Migrator } from 'kysely/migration'
-import { messageOf, type Store } from './store.ts'
+import { asError } from '../errors.ts'
+import type { Store } from './store.ts'
 import { migrations } from './migrations/index.ts'
 
 export class MigrationError extends Error {
@@ -10,7 +11,7 @@ export class MigrationError extends Error {
 /** @returns the migrations applied. @throws {MigrationError} unreachable, migrated by a newer release, or failed. */
 export async function migrateToLatest(store: Store): Promise<string[]> {
   const schema = await store.migrationSchema().catch((error: unknown) => {
-    throw new MigrationError(`The database cannot be reached: ${messageOf(error)}`, { cause: error })
+    throw new MigrationError(`The database cannot be reached: ${asError(error).message}`, { cause: error })
   })
   const migrator = new Migrator({
     db: store.db,
@@ -20,7 +21,7 @@ export async function migrateToLatest(store: Store): Promise<string[]> {
   // No results only with an error.
   const { error, results = [] }: MigrationResultSet = await migrator.migrateToLatest()
   if (error !== undefined) {
-    const message = messageOf(error)
+    const { message } = asError(error)
     const missing = /previously executed migration (\S+) is missing/.exec(message)
     throw new MigrationError(
       missing

@@ -24,11 +24,11 @@ import {
   SqliteQueryCompiler,
 } from 'kysely'
 import { ConfigError } from '../config.ts'
+import { asError, errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
 import { openSqliteFile, type WorkerData, type WorkerRequest, type WorkerResponse } from './sqlite-worker.ts'
 import {
   mapUnavailable,
-  messageOf,
   type PlantRecord,
   type Store,
   type StoreOptions,
@@ -62,7 +62,7 @@ function isDiskFailure(error: unknown): boolean {
 
 /** An error's `code` when it is a string, else ''. */
 function codeOf(error: unknown): string {
-  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+  const code = errorCode(error)
   return typeof code === 'string' ? code : ''
 }
 
@@ -162,7 +162,7 @@ function checkUsable(dataDir: string, file: string): void {
     }
     openSqliteFile(file, BUSY_TIMEOUT_MS).close()
   } catch (error) {
-    const message = messageOf(error)
+    const { message } = asError(error)
     const code = codeOf(error)
     const reason = code.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
     throw new ConfigError(`Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`, { cause: error })

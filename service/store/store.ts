@@ -51,12 +51,6 @@ export interface Store {
   close(): Promise<void>
 }
 
-/** `error`'s message; anything else thrown, as a string. */
-export function messageOf(error: unknown): string {
-  /* c8 ignore next -- the drivers, node:fs and Kysely throw Errors */
-  return error instanceof Error ? error.message : String(error)
-}
-
 /** `error` as {@link StoreUnavailableError} naming its cause when `isUnavailable` accepts it, else as it is. */
 export function unavailableAs(error: unknown, isUnavailable: (error: unknown) => boolean): unknown {
   if (error instanceof StoreUnavailableError || !(error instanceof Error) || !isUnavailable(error)) return error
