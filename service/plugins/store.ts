@@ -15,7 +15,7 @@ declare module 'fastify' {
   }
 }
 
-/** @throws when the store cannot be opened or migrated (`MigrationError`, `ConfigError`). */
+/** @throws {ConfigError} when the store cannot be opened; `app.ready()` rejects with a `MigrationError`. */
 async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
   const store = openStore({
     ...config,
@@ -24,12 +24,17 @@ async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
     onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
   })
   app.addHook('onClose', () => store.close())
-  try {
-    if (config.migrateOnStart) await migrateToLatest(store)
-  } catch (error) {
-    await store.close()
-    throw error
-  }
+  // Awaited once every plugin is loaded: the worker's start and the migrations overlap the rest of the app's build.
+  const migrated = config.migrateOnStart ? migrateToLatest(store) : undefined
+  migrated?.catch(() => {}) // rejected: handled in onReady
+  app.addHook('onReady', async () => {
+    try {
+      await migrated
+    } catch (error) {
+      await store.close()
+      throw error
+    }
+  })
   const repository = new PlantRepository(store)
   const writer = new GroupCommit(repository, {
     maxBatch: config.groupCommitMaxBatch,
