@@ -1,7 +1,6 @@
 /**
- * `compose.yaml` as written, with podman-compose 1.0.3, from a copy in a directory of its own: the secrets made by the
- * commands at its top, `up -d`, every container healthy, each replica hardened and reading its secrets, a plant of
- * each known to the other (one database), `down -v`. The image under test is tagged with compose.yaml's image name.
+ * `compose.yaml` as written, with podman-compose, from a copy: the secrets by the commands at its top, `up -d`, all
+ * healthy, each replica hardened and reading its secrets, a plant of each known to the other, `down -v`.
  *
  * @module
  */
@@ -26,7 +25,7 @@ const { services, secrets } = parse(composeText, { merge: true }) as {
 }
 const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 const builtImage = services[replicaServices[0]!]!.image!
-/** The shell lines of compose.yaml's header that make the secrets: from `mkdir` to the last `chown`. */
+/** The header's shell lines that make the secrets: from `mkdir` to the last `chown`. */
 const header = composeText
   .split('\n')
   .filter((line) => line.startsWith('#   '))
@@ -35,7 +34,7 @@ const secretCommands = header.slice(
   header.findIndex((line) => line.startsWith('mkdir')),
   header.findLastIndex((line) => line.startsWith('chown')) + 1,
 )
-/** The uid that reads each secret in its container: node, or PostgreSQL's postgres. */
+/** The uid that reads each secret: node, or postgres. */
 const SECRET_OWNERS: Record<string, number> = { plant_store_tokens: 1000, database_url: 1000, postgres_password: 999 }
 
 const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
@@ -48,19 +47,20 @@ const compose = (...args: string[]) =>
     install: 'apt-get install podman-compose',
   })
 const projectFilter = `label=io.podman.compose.project=${project}`
-/** The project's containers: name and compose service of each. */
 async function containers(): Promise<Array<{ name: string; service: string }>> {
   const listed = JSON.parse(await podman(['ps', '--all', '--filter', projectFilter, '--format', 'json']))
-  return listed.map((entry: { Names: string[]; Labels: Record<string, string> }) => {
-    return { name: entry.Names[0], service: entry.Labels['com.docker.compose.service'] }
-  })
+  return listed.map(({ Names, Labels }: { Names: string[]; Labels: Record<string, string> }) => ({
+    name: Names[0],
+    service: Labels['com.docker.compose.service'],
+  }))
 }
+const inspect = (name: string, template: string) => podman(['inspect', '--format', template, name])
 const volumesOf = async () =>
   (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter])).split('\n').filter(Boolean)
 
-/** The replicas' anonymous volumes (the image's VOLUME /data), which podman-compose 1.0.3 does not remove. */
+/** The replicas' anonymous volumes (VOLUME /data), which podman-compose does not remove. */
 const anonymousVolumes = new Set<string>()
-// Whatever failed: containers, volumes, network, secrets go; the image tag is as it was.
+// Whatever failed, all goes; the image tag is as it was.
 const previousImage = await podman(['image', 'inspect', '--format', '{{.Id}}', builtImage]).catch(() => undefined)
 t.teardown(async () => {
   for (const { name } of await containers().catch(() => []))
@@ -70,9 +70,7 @@ t.teardown(async () => {
     await podman(['volume', 'rm', '--force', volume]).catch(() => {})
   await podman(['network', 'rm', '--force', `${project}_default`]).catch(() => {})
   rmSync(dir, { recursive: true, force: true })
-  await (
-    previousImage === undefined ? podman(['untag', builtImage, builtImage]) : podman(['tag', previousImage, builtImage])
-  ).catch(() => {})
+  await podman(previousImage ? ['tag', previousImage, builtImage] : ['untag', builtImage, builtImage]).catch(() => {})
 })
 
 t.test(
@@ -83,8 +81,7 @@ t.test(
     await podman(['tag', await imageUnderTest(), builtImage])
 
     await run('bash', ['-euo', 'pipefail', '-c', secretCommands.join('\n')], { cwd: dir })
-    const mode = (file: string) => statSync(join(dir, file)).mode & 0o777
-    t.equal(mode('secrets'), 0o700, `compose.yaml's commands make secrets/ mode 0700: ${secretCommands.length} lines`)
+    t.equal(statSync(join(dir, 'secrets')).mode & 0o777, 0o700, `secrets/ mode 0700: ${secretCommands.length} lines`)
     for (const [name, { file }] of Object.entries(secrets)) {
       const stat = statSync(join(dir, file))
       t.same(
@@ -96,22 +93,21 @@ t.test(
     const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
 
     const started = Date.now()
-    // podman-compose goes on when a container fails to start, and exits 0: what podman said is in its output.
+    // podman-compose goes on when a container fails to start, and exits 0.
     const up = await compose('up', '--detach')
     const upErrors = `${up.stdout}${up.stderr}`.split('\n').filter((line) => line.startsWith('Error'))
     const running = await containers()
-    for (const { name } of running) {
-      const volumes = await podman(['inspect', '--format', '{{range .Mounts}}{{.Name}} {{end}}', name])
-      for (const volume of volumes.split(' ')) if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
-    }
+    for (const { name } of running)
+      for (const volume of (await inspect(name, '{{range .Mounts}}{{.Name}} {{end}}')).split(' '))
+        if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
     t.same(running.map(({ service }) => service).sort(), Object.keys(services).sort(), 'one container per service')
     for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
       // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
       await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
-        if ((await podman(['inspect', '--format', '{{.State.Status}}', name])) === 'created')
+        if ((await inspect(name, '{{.State.Status}}')) === 'created')
           throw new Error(`${name} never started: ${upErrors.join('; ')}`)
         await podman(['healthcheck', 'run', name]).catch(() => {})
-        return (await podman(['inspect', '--format', '{{.State.Health.Status}}', name])) === 'healthy'
+        return (await inspect(name, '{{.State.Health.Status}}')) === 'healthy'
       })
     }
     t.comment(`up and healthy in ${Date.now() - started} ms`)
@@ -123,35 +119,31 @@ t.test(
       }),
     )
     for (const { service, name, url } of replicas) {
-      const inspect = (template: string) => podman(['inspect', '--format', template, name])
       const status = await podman(['exec', name, 'cat', '/proc/1/status'])
       t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service} is published on 127.0.0.1 only`)
       t.match(status, /^Uid:\s+1000\s/m, `${service}: uid 1000`)
-      const secretsStat = await podman([
-        'exec',
-        name,
-        'stat',
-        '-c',
-        '%u %a',
-        ...['plant_store_tokens', 'database_url'].map((file) => `/run/secrets/${file}`),
-      ])
-      t.equal(secretsStat, '1000 400\n1000 400', `${service}: its secrets as on the host, owner uid 1000, mode 0400`)
-      const denied = await podman(['exec', '--user', '1001', name, 'cat', '/run/secrets/plant_store_tokens']).catch(
+      const secretFiles = ['/run/secrets/plant_store_tokens', '/run/secrets/database_url']
+      t.equal(
+        await podman(['exec', name, 'stat', '-c', '%u %a', ...secretFiles]),
+        '1000 400\n1000 400',
+        `${service}: its secrets owned by uid 1000, mode 0400`,
+      )
+      const denied = await podman(['exec', '--user', '1001', name, 'cat', secretFiles[0]!]).catch(
         (error: { stderr: string }) => error.stderr,
       )
       t.match(denied, /Permission denied/, `${service}: another uid is denied the tokens`)
       t.match(status, /^CapEff:\s+0+$/m, `${service}: no capabilities (cap_drop)`)
       t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: no privilege gain (security_opt)`)
-      t.equal(await inspect('{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
+      t.equal(await inspect(name, '{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
       const memory = services[service]!.mem_limit ?? '0'
       const limit = Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase())
       t.equal(
-        Number(await inspect('{{.HostConfig.Memory}}')),
+        Number(await inspect(name, '{{.HostConfig.Memory}}')),
         limit,
         `${service}: memory limited to mem_limit ${memory}`,
       )
-      const pids = Number(await inspect('{{.HostConfig.PidsLimit}}'))
-      t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids}; pids_limit, or podman's default)`)
+      const pids = Number(await inspect(name, '{{.HostConfig.PidsLimit}}'))
+      t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids})`)
     }
 
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -161,7 +153,7 @@ t.test(
       t.equal(created.statusCode, 200, `${replica.service} creates a plant: ${created.body}`)
       const other = replicas[(index + 1) % replicas.length]!
       const conflict = await postPlant(other.url, { ...plant, name: 'Moss' }, { headers })
-      t.equal(conflict.statusCode, 409, `other content for its id on ${other.service}: 409 (one database)`)
+      t.equal(conflict.statusCode, 409, `other content on ${other.service}: 409 (one database)`)
     }
 
     await compose('down', '--volumes')

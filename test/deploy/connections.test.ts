@@ -1,6 +1,5 @@
 /**
- * The service process behind the example gateway (`deploy/nginx/`, real nginx, TLS): clients
- * that pipeline through the gateway and never read, and idle connections at the service's
+ * The service process behind the example gateway: clients that pipeline and never read, and idle connections at
  * MAX_CONNECTIONS, keep no create and no probe waiting.
  *
  * @module
@@ -20,7 +19,7 @@ const residentMb = (pid: number) =>
 
 const { dataDir } = await freshStore(t)
 const service = await startService(t, { DATA_DIR: dataDir, PLANT_STORE_TOKENS: TOKEN, MAX_CONNECTIONS: '20' })
-const gateway = await startGateway(t, { upstreams: [new URL(service.url).host] })
+const gateway = await startGateway(t, [service])
 const create = (id: number) => post(JSON.stringify({ id, name: 'Fern' }), authorized(TOKEN))
 
 t.test(

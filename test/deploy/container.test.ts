@@ -1,15 +1,16 @@
 /**
- * The container image as an operator runs it under podman (hardened, tokens from a secret file, data on a named
- * volume): what only the real container shows, from the user and PID 1 to `podman stop`, `kill -9` under load, the
- * HEALTHCHECK and what the image carries.
+ * The image as an operator runs it under podman (hardened, tokens from a secret file, data on a volume): the user and
+ * PID 1, `podman stop`, `kill -9` under load, the HEALTHCHECK and what the image carries.
  *
  * @module
  */
+import { once } from 'node:events'
 import { type IncomingMessage, request } from 'node:http'
 import t from 'tap'
 import type { TestContext } from '../helpers/app.ts'
 import {
   createVolume,
+  envOptions,
   hardened,
   imageUnderTest,
   podman,
@@ -29,27 +30,27 @@ const AUTHORIZED = { authorization: `Bearer ${token}`, 'content-type': 'applicat
 
 /** Starts the image hardened, `/data` on `volume` (a fresh one by default), with `env`. */
 async function start(t: TestContext, volume?: string, env: Record<string, string> = {}) {
-  const options = [
+  return runContainer(t, image, [
     ...hardened(secret),
     '--volume',
     `${volume ?? (await createVolume(t))}:/data`,
-    ...Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
-  ]
-  return runContainer(t, image, options)
+    ...envOptions(env),
+  ])
 }
+/** The image's `.Config`, or a `field` of it. */
+const imageConfig = async (field = '') =>
+  JSON.parse(await podman(['image', 'inspect', '--format', `{{json .Config${field}}}`, image]))
 const create = (url: string, id: number, name = `plant ${id}`) =>
   postPlant(url, { id, name, tag: 'container' }, { headers: AUTHORIZED })
 
-// What the hardening options do (capabilities, privilege gain) is asserted for compose.yaml's in compose.test.ts.
+// What the hardening options do: compose.test.ts.
 t.test(
   'runs as uid 1000, node as PID 1, on a read-only root; POST /plants is 401 without the token, 200 with it',
   async (t) => {
     const container = await start(t)
     const exec = (...command: string[]) => podman(['exec', container.name, ...command])
     t.equal(await exec('id', '-u'), '1000', 'the service runs as the node user')
-    const command = JSON.parse(
-      await podman(['image', 'inspect', '--format', '{{json .Config.Cmd}}', image]),
-    ) as string[]
+    const command = (await imageConfig('.Cmd')) as string[]
     t.same([command[0], command.at(-1)], ['node', 'dist/service/server.js'], "the image's command: node, the service")
     const pid1 = (await exec('cat', '/proc/1/cmdline')).split('\0').join(' ').trim()
     t.equal(pid1, command.join(' '), 'node itself is PID 1 (receives the stop signal)')
@@ -64,16 +65,10 @@ t.test(
 // Another user's data directory: test/services/file-systems.test.ts.
 t.test('a read-only /data stops the start with a message naming DATA_DIR and the reason', async (t) => {
   // Attached: podman run fails with the container's exit code and output.
-  const volume = `${await createVolume(t)}:/data:ro`
-  const output = await podman([
-    'run',
-    '--rm',
-    '--no-healthcheck',
-    ...hardened(secret),
-    '--volume',
-    volume,
-    image,
-  ]).catch((error: Error & { output?: string }) => `${error.message}\n${error.output ?? ''}`)
+  const volume = ['--volume', `${await createVolume(t)}:/data:ro`]
+  const output = await podman(['run', '--rm', '--no-healthcheck', ...hardened(secret), ...volume, image]).catch(
+    (error: Error & { output?: string }) => `${error.message}\n${error.output ?? ''}`,
+  )
   t.match(output, /exit 1\b[\s\S]*plant-store: .*DATA_DIR \(\/data\).*(EROFS|read-only)/i)
 })
 
@@ -81,7 +76,7 @@ t.test(
   "the image's HEALTHCHECK (exec form) reports healthy, and unhealthy when the service does not answer",
   async (t) => {
     t.same(
-      JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config.Healthcheck.Test}}', image])),
+      await imageConfig('.Healthcheck.Test'),
       ['CMD', 'node', 'dist/scripts/healthcheck.js'],
       'exec form: needs no shell',
     )
@@ -111,11 +106,9 @@ t.test(
       method: 'POST',
       headers: { ...AUTHORIZED, 'content-length': body.length, expect: '100-continue' },
     })
-    const response = new Promise<IncomingMessage>((resolve, reject) =>
-      client.on('response', resolve).on('error', reject),
-    )
+    const response = once(client, 'response') as Promise<[IncomingMessage]>
     client.flushHeaders()
-    await new Promise((resolve) => client.once('continue', resolve))
+    await once(client, 'continue')
     client.write(body.subarray(0, body.length / 2))
     const started = Date.now()
     const stopped = podman(['stop', container.name])
@@ -124,17 +117,13 @@ t.test(
     )
     t.not(await container.inspect('{{.State.Status}}'), 'exited', 'not exited while the request is in flight')
     client.end(body.subarray(body.length / 2))
-    const answer = await response
+    const [answer] = await response
     t.equal(answer.statusCode, 200, `the in-flight request is answered 200 ${String(await answer.toArray())}`)
     await stopped
     t.equal(await container.inspect('{{.State.ExitCode}}'), '0', 'the service exits 0 by itself')
     t.ok(Date.now() - started < stopTimeoutMs, `stopped in ${Date.now() - started} ms, before the stop timeout`)
     const again = await create((await start(t, volume)).url, 42, 'another name')
-    t.equal(
-      again.statusCode,
-      409,
-      'the plant answered during the stop is stored: other content is 409 on a new container',
-    )
+    t.equal(again.statusCode, 409, 'the plant answered during the stop is stored: other content is 409')
   },
 )
 
@@ -142,7 +131,7 @@ t.test(
   'podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one',
   async (t) => {
     const volume = await createVolume(t)
-    // Rate limiting is not under test here: neither the load nor the replays may be answered 429.
+    // Neither the load nor the replays may be answered 429.
     const limitsOff = { RATE_LIMIT_MAX: '0' }
     const container = await start(t, volume, limitsOff)
     const answered: number[] = []
@@ -158,9 +147,11 @@ t.test(
     }
     const load = Promise.all(Array.from({ length: 16 }, client))
     const loadStarted = Date.now()
-    await waitUntil('100 plants answered 200 and 3 s of load', 40_000, async () => {
-      return answered.length >= 100 && Date.now() - loadStarted >= 3000
-    })
+    await waitUntil(
+      '100 plants answered 200 and 3 s of load',
+      40_000,
+      async () => answered.length >= 100 && Date.now() - loadStarted >= 3000,
+    )
     await podman(['kill', '--signal', 'KILL', container.name])
     killed = true
     await load
@@ -170,15 +161,11 @@ t.test(
     const second = await start(t, volume, limitsOff)
     const lost: number[] = []
     for (const id of answered) if ((await create(second.url, id, 'another name')).statusCode !== 409) lost.push(id)
-    t.same(
-      lost,
-      [],
-      `all ${answered.length} plants answered 200 are on the volume: other content is 409 on a new container`,
-    )
+    t.same(lost, [], `all ${answered.length} plants answered 200 are on the volume: other content is 409`)
   },
 )
 
-/** Walks the image's file system with its own node (no shell needed): what must not be there, and what /app holds. */
+/** Walks the image's file system with its node: what must not be there, and what /app holds. */
 const inspectFileSystem = String.raw`
 const fs = require('fs'), path = require('path')
 const found = { unwanted: fs.existsSync('/usr/lib/gcc') ? ['/usr/lib/gcc'] : [], app: fs.readdirSync('/app').sort(), dist: fs.readdirSync('/app/dist').sort(), usrLocalEtc: fs.readdirSync('/usr/local/etc') }
@@ -205,10 +192,9 @@ t.test('the image carries no compiler, no npm cache, no test or benchmark code, 
     found,
     // dist/node_modules: the Kysely bundle (docs/development.md, "Build").
     { ...expected, dist: ['node_modules', 'openapi.yaml', 'scripts', 'service'] },
-    'no compiler or build tool, npm cache or configuration (nor a build-time one in /usr/local/etc), test or ' +
-      'benchmark code',
+    'no build tool, npm cache or configuration (nor in /usr/local/etc), test or benchmark code',
   )
-  const config = JSON.parse(await podman(['image', 'inspect', '--format', '{{json .Config}}', image]))
+  const config = await imageConfig()
   t.equal(config.User, 'node', 'runs as node by default')
   t.notMatch(config.Env.join('\n'), /TOKEN|DATABASE_URL|PASSWORD|SECRET|npm_config/i, 'no secret in the environment')
   t.notMatch(

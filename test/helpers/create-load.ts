@@ -1,11 +1,11 @@
 /**
- * Creates under load through the gateway, for failover and restart tests: concurrent clients each sending
- * `POST /plants` with a new id, never retried, every answer recorded.
+ * Concurrent clients creating plants through the gateway, each request with a new id, never retried, every answer
+ * recorded.
  *
  * @module
  */
 import { Agent } from 'node:https'
-import type { Gateway } from './nginx.ts'
+import { authorized, type Gateway } from './nginx.ts'
 import { waitUntil } from './podman.ts'
 import { postPlant } from './post-plant.ts'
 
@@ -23,11 +23,11 @@ const CLIENT_RATE = 50
 
 /**
  * Starts `clients` clients creating plants through `gateway` with ids from `firstId` up, each from its own loopback
- * address (127.0.0.10, …), at most {@link CLIENT_RATE} a second; after an answer other than 200 a client waits 100 ms.
+ * address, at most {@link CLIENT_RATE} a second; after an answer other than 200 a client waits 100 ms.
  */
 export function startLoad(gateway: Gateway, token: string, firstId: bigint, clients = 16) {
   const agent = new Agent({ keepAlive: true, maxSockets: clients, ca: gateway.ca })
-  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  const headers = authorized(token)
   const outcomes: Outcome[] = []
   let next = firstId
   let stopped = false
@@ -48,16 +48,15 @@ export function startLoad(gateway: Gateway, token: string, firstId: bigint, clie
   }
   const running = Promise.all(Array.from({ length: clients }, (_, i) => client(`127.0.0.${10 + i}`)))
   return {
-    /** Every answer so far, in the order they came. */
     outcomes: outcomes as readonly Outcome[],
     /** Resolves once `count` creates sent since `since` were answered 200. @throws after `timeoutMs`. */
     successes: (count: number, since: number, timeoutMs: number) =>
       waitUntil(
         `${count} creates answered 200`,
         timeoutMs,
-        async () => outcomes.filter((outcome) => outcome.status === 200 && outcome.sentAt >= since).length >= count,
+        async () => outcomes.filter((o) => o.status === 200 && o.sentAt >= since).length >= count,
       ).catch((error: Error) => {
-        throw new Error(`${error.message}; answers by status: ${JSON.stringify(countByStatus(outcomes))}`)
+        throw new Error(`${error.message}; by status: ${JSON.stringify(countByStatus(outcomes))}`)
       }),
     /** Stops sending; resolves once every client's last request is answered. */
     stop: async () => {

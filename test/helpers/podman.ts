@@ -1,10 +1,10 @@
 /**
- * The container image under test and containers of it, through the real podman CLI: single containers, and hardened
- * replicas on the host's PostgreSQL. A podman failure throws with podman's message; without podman tests fail.
+ * The image under test and containers of it, through the podman CLI: single containers, and hardened replicas on the
+ * host's PostgreSQL. A podman failure throws with podman's message.
  *
  * @module
  */
-import { spawn } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -22,10 +22,7 @@ export async function podman(args: readonly string[], timeoutMs = 120_000): Prom
 
 let built: Promise<string> | undefined
 
-/**
- * The image to test: `PLANT_STORE_IMAGE`, else the Dockerfile built once per process (`--format=docker` keeps
- * `HEALTHCHECK`; `PODMAN_BUILD_OPTIONS` adds what the machine needs). @returns its name.
- */
+/** `PLANT_STORE_IMAGE`, else the Dockerfile built once (with `PODMAN_BUILD_OPTIONS`). @returns the image's name. */
 export async function imageUnderTest(): Promise<string> {
   const { PODMAN_BUILD_OPTIONS = '', PLANT_STORE_IMAGE } = process.env
   const [tag, root] = ['localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))]
@@ -43,31 +40,28 @@ export async function createVolume(t: TestContext): Promise<string> {
   return name
 }
 
+/** `--env NAME=value` for each of `env`. */
+export const envOptions = (env: Record<string, string>): string[] =>
+  Object.entries(env).flatMap(([name, value]) => ['--env', `${name}=${value}`])
+
 /** A live container of {@link runContainer}. */
 export type Container = Awaited<ReturnType<typeof runContainer>>
 
 /**
- * `podman run -d [options] image`, port 3000 published on 127.0.0.1, removed at teardown with its anonymous volumes.
+ * `podman run -d [options] image`, port 3000 published on 127.0.0.1 (`url`), removed at teardown with its volumes.
  * @returns once `GET /health/live` answers 200. @throws when it exits or is not live in time (with its logs).
  */
-export async function runContainer(
-  t: TestContext,
-  image: string,
-  options: readonly string[] = [],
-  readyTimeoutMs = 30_000,
-) {
+export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], timeoutMs = 30_000) {
   const name = uniqueName('run')
   t.teardown(() => podman(['rm', '--force', '--volumes', '--time', '0', name]))
   await podman(['run', '--detach', '--name', name, '--publish', '127.0.0.1::3000', ...options, image])
   const container = {
     name,
-    /** Base URL of the published port. */
     url: `http://${await podman(['port', name, '3000/tcp'])}`,
     logs: async () => Object.values(await run('podman', ['logs', name], { timeoutMs: 30_000 })).join(''),
-    /** One field of `podman inspect`, a Go template. */
     inspect: (template: string) => podman(['inspect', '--format', template, name]),
   }
-  await waitUntil(`${name} to answer GET /health/live with 200`, readyTimeoutMs, async () => {
+  await waitUntil(`${name} to answer GET /health/live with 200`, timeoutMs, async () => {
     if ((await container.inspect('{{.State.Running}}')) !== 'true') {
       const [logs, code] = [await container.logs(), await container.inspect('{{.State.ExitCode}}')]
       throw failure(`container ${name} exited (code ${code}) before it was live: ${lastLine(logs)}`, logs)
@@ -88,6 +82,32 @@ export async function waitUntil(what: string, timeoutMs: number, probe: () => Pr
   }
 }
 
+/**
+ * Spawns `command ARGS`, stopped by `signal` at teardown, and waits until `ready(stderr so far)`.
+ * @throws when it exits first (with its stderr) or after `timeoutMs`.
+ */
+export async function startDaemon(
+  t: TestContext,
+  [command, ...args]: readonly string[],
+  ready: (stderr: string) => boolean | Promise<boolean>,
+  { timeoutMs = 10_000, signal = 'SIGTERM' as NodeJS.Signals } = {},
+): Promise<ChildProcess> {
+  const child = spawn(command!, args, { stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
+  child.on('error', (error) => (stderr += error.message))
+  const exited = once(child, 'close')
+  t.teardown(async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal)
+    await exited
+  })
+  await waitUntil(`${command} to be ready`, timeoutMs, async () => {
+    if (child.exitCode !== null) throw new Error(`${command} did not start: ${stderr}`)
+    return ready(stderr)
+  })
+  return child
+}
+
 /** A bearer token of the RFC 6750 §2.1 alphabet, known only to this run. */
 export function randomToken(): string {
   return randomBytes(24).toString('base64url')
@@ -100,21 +120,19 @@ export function hardened(tokensFile: string): string[] {
   return [...options, '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
 }
 
-/** Writes `token` to a secret file readable by the image's user (removed at teardown). @returns its path. */
+/** Writes `token` to a secret file the image's user reads (removed at teardown). @returns its path. */
 export function tokensFile(t: TestContext, token: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  writeFileSync(join(dir, 'plant_store_tokens'), `${token}\n`, { mode: 0o444 })
-  return join(dir, 'plant_store_tokens')
+  writeFileSync(join(dir, 'tokens'), `${token}\n`, { mode: 0o444 })
+  return join(dir, 'tokens')
 }
 
 /** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. */
 export async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
-  const subnets: Array<{ subnet: string; gateway: string }> = JSON.parse(
-    await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman']),
-  )
-  const ipv4 = subnets.find((subnet) => subnet.subnet.includes('.'))
-  if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${JSON.stringify(subnets)}`)
+  const subnets = await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])
+  const ipv4 = JSON.parse(subnets).find(({ subnet }: { subnet: string }) => subnet.includes('.'))
+  if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${subnets}`)
   return ipv4
 }
 
@@ -123,7 +141,7 @@ export type Replica = Container & { readonly upstream: string; readonly address:
 
 /**
  * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's,
- * reached through a socat relay on the bridge's gateway address; removed at teardown. @returns once all are live.
+ * through a socat relay on the bridge's gateway address. @returns once all are live.
  */
 export async function startReplicas(
   t: TestContext,
@@ -138,27 +156,12 @@ export async function startReplicas(
   const listen =
     `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,` +
     `reuseaddr,fork,backlog=128,range=${bridge.subnet}`
-  const relay = spawn('socat', ['-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  let stderr = ''
-  relay.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
-  relay.on('error', () => {})
-  const exited = once(relay, 'close')
-  t.teardown(async () => {
-    relay.kill()
-    await exited
-  })
-  await waitUntil(`socat to listen on ${bridge.gateway}:${port}`, 5000, async () => {
-    if (relay.exitCode !== null || relay.pid === undefined)
-      throw new Error(`socat (apt-get install socat) did not start: ${stderr || 'not found'}`)
-    return / listening on /.test(stderr)
-  })
+  const relay = ['socat', '-d', '-d', listen, `TCP:${target.hostname}:${target.port || 5432}`]
+  await startDaemon(t, relay, (stderr) => / listening on /.test(stderr), { timeoutMs: 5000 })
   Object.assign(target, { hostname: bridge.gateway, port: String(port) })
-  const all = { DATABASE_URL: target.toString(), LOG_LEVEL: 'info', ...env }
   const options = [
     ...hardened(tokensFile(t, token)),
-    ...Object.entries(all).flatMap(([name, value]) => ['--env', `${name}=${value}`]),
+    ...envOptions({ DATABASE_URL: target.toString(), LOG_LEVEL: 'info', ...env }),
   ]
   return Promise.all(
     Array.from({ length: count }, async () => {
@@ -169,14 +172,10 @@ export async function startReplicas(
   )
 }
 
-/** One JSON log line of the service. */
 type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
 
 /** The "request completed" line of `requestId` and the replica that wrote it (waits up to 10 s for podman's log). */
-export async function requestLine(
-  replicas: readonly Replica[],
-  requestId: string,
-): Promise<{ line: LogLine; replica: Replica }> {
+export async function requestLine(replicas: readonly Replica[], requestId: string) {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {
     for (const replica of replicas)

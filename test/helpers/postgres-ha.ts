@@ -1,11 +1,10 @@
 /**
- * The highly available PostgreSQL of `deploy/postgres-ha/` on this machine: etcd, two Patroni nodes (PostgreSQL 15)
- * and HAProxy, each a process on free loopback ports. The shipped files run as they are, with the users and steps of
- * docs/deployment.md; only ports and directories change, through `ETCD_*`, `PATRONI_*` and HAProxy's environment.
+ * `deploy/postgres-ha/` on this machine: etcd, two Patroni nodes (PostgreSQL 15) and HAProxy on free loopback ports,
+ * the shipped files with the users and steps of docs/deployment.md; only ports and directories change (environment).
  *
  * @module
  */
-import { type ChildProcess, execFile, spawn, spawnSync } from 'node:child_process'
+import { execFile, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir, userInfo } from 'node:os'
@@ -26,12 +25,6 @@ const TOOLS = {
   '/usr/lib/postgresql/15/bin/postgres': 'postgresql-15',
 }
 
-interface Running {
-  child: ChildProcess
-  exited: Promise<unknown>
-  output: () => string
-}
-
 const baseEnv = (env: Record<string, string>) => ({
   PATH: process.env.PATH ?? '/usr/bin:/bin',
   LC_ALL: 'C.UTF-8',
@@ -39,7 +32,7 @@ const baseEnv = (env: Record<string, string>) => ({
 })
 
 /** Spawns `command` as `uid`:`gid` with `env` as its whole environment; keeps the last 64 KiB of its output. */
-function startAs(uid: number, gid: number, command: string[], env: Record<string, string>, cwd: string): Running {
+function startAs([uid, gid]: number[], command: string[], env: Record<string, string>, cwd: string) {
   const ids = [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups']
   const child = spawn('setpriv', [...ids, ...command], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
@@ -50,7 +43,7 @@ function startAs(uid: number, gid: number, command: string[], env: Record<string
   return { child, exited: new Promise((resolve) => child.on('close', resolve)), output: () => output }
 }
 
-/** Runs an operator's command with `env` as its whole environment. @returns its stdout. */
+/** Runs a command with `env` as its whole environment. @returns its stdout. */
 function runWith(command: string, args: readonly string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { env: baseEnv(env), timeout: 30_000 }, (error, stdout, stderr) => {
@@ -82,16 +75,14 @@ function postgresProcesses(dataDir: string): number[] {
 }
 
 /** uid and gid of user `name`. */
-function userIds(name: string): [number, number] {
+function userIds(name: string): number[] {
   const [, uid, gid] = new RegExp(`^${name}:[^:]*:(\\d+):(\\d+):`, 'm').exec(readFileSync('/etc/passwd', 'utf8')) ?? []
   if (uid === undefined) throw new Error(`no ${name} user (the Debian packages create it)`)
   return [Number(uid), Number(gid)]
 }
 
-/** A running cluster of {@link startCluster}. */
-export type HaCluster = Awaited<ReturnType<typeof startCluster>>
-/** A Patroni node: Patroni and its PostgreSQL. */
-export type PatroniNode = HaCluster['nodes'][number]
+/** A Patroni node of {@link startCluster}: Patroni and its PostgreSQL. */
+export type PatroniNode = Awaited<ReturnType<typeof startCluster>>['nodes'][number]
 
 /**
  * Starts etcd (`etcd` user, `etcd.env`), `patroni-1.yml` and `patroni-2.yml` (`postgres` user) and HAProxy; waits for
@@ -102,18 +93,21 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [pkg]))
   if (missing.length > 0 || userInfo().uid !== 0)
     throw new Error(`the cluster needs root (Patroni runs as postgres) and apt-get install ${missing.join(' ')}`)
-  const [[uid, gid], [etcdUid, etcdGid]] = [userIds('postgres'), userIds('etcd')]
+  const [postgresIds, etcdIds] = [userIds('postgres'), userIds('etcd')]
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-ha-'))
   chmodSync(dir, 0o755)
   const [etcdDir, pgDir] = [join(dir, 'etcd'), join(dir, 'postgres')]
-  mkdirSync(etcdDir, { mode: 0o700 })
-  chownSync(etcdDir, etcdUid, etcdGid)
-  mkdirSync(pgDir, { mode: 0o700 })
-  chownSync(pgDir, uid, gid)
+  for (const [owned, [uid = 0, gid = 0]] of new Map([
+    [etcdDir, etcdIds],
+    [pgDir, postgresIds],
+  ])) {
+    mkdirSync(owned, { mode: 0o700 })
+    chownSync(owned, uid, gid)
+  }
   const ports = new Set<number>()
   while (ports.size < 8) ports.add(await freePort())
   const [etcdClient = 0, etcdPeer = 0, haproxyPort = 0, statsPort = 0, ...nodePorts] = [...ports]
-  const parts: Running[] = []
+  const parts: Array<ReturnType<typeof startAs>> = []
   type Node = ReturnType<typeof patroniNode>
   const nodes: Node[] = []
   t.teardown(async () => {
@@ -140,14 +134,14 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     ETCD_DATA_DIR: join(etcdDir, 'plant-store-ha'),
     ETCD_INITIAL_CLUSTER: `${etcd.ETCD_NAME}=${peer}`,
   }
-  parts.push(startAs(etcdUid, etcdGid, ['/usr/bin/etcd'], etcdEnv, dir))
+  parts.push(startAs(etcdIds, ['/usr/bin/etcd'], etcdEnv, dir))
 
   const [superuser = '', replication = '', appPassword = ''] = [1, 2, 3].map(() => randomBytes(16).toString('hex'))
   function patroniNode(n: number) {
     const [pgPort = 0, restPort = 0] = nodePorts.slice(2 * n - 2)
     const dataDir = join(pgDir, `node${n}`)
     const [rest, postgres] = [`127.0.0.1:${restPort}`, `127.0.0.1:${pgPort}`]
-    // Its overrides, and the passwords as the docs' shell exports them.
+    // The passwords as the docs' shell exports them.
     const env = {
       HOME: pgDir,
       PATRONI_SUPERUSER_PASSWORD: superuser,
@@ -160,10 +154,9 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       PATRONI_POSTGRESQL_DATA_DIR: dataDir,
       PATRONI_POSTGRESQL_PGPASS: join(pgDir, `node${n}.pgpass`),
     }
-    let patroni: Running | undefined
+    let patroni: ReturnType<typeof startAs> | undefined
     let earlier = ''
     const node = {
-      /** `node1`, `node2`, as in the shipped files. */
       name: `node${n}`,
       pgPort,
       restPort,
@@ -171,12 +164,9 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       /** Starts Patroni (as postgres: PostgreSQL refuses root). */
       start() {
         earlier += patroni?.output() ?? ''
-        patroni = startAs(uid, gid, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
+        patroni = startAs(postgresIds, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
       },
-      /**
-       * `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies); resolves once all are
-       * gone.
-       */
+      /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies), until all are gone. */
       async kill() {
         const patroniPid = patroni?.child.pid
         const pids = [...(patroniPid && !gone(patroniPid) ? [patroniPid] : []), ...postgresProcesses(dataDir)]
@@ -191,26 +181,23 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   }
   nodes.push(patroniNode(1), patroniNode(2))
   const haproxyEnv = { PRIMARY_PORT: `${haproxyPort}`, STATS_PORT: `${statsPort}` }
-  for (const [i, node] of nodes.entries())
-    Object.assign(haproxyEnv, {
-      [`NODE${i + 1}_PORT`]: `${node.pgPort}`,
-      [`NODE${i + 1}_REST_PORT`]: `${node.restPort}`,
-    })
-  parts.push(startAs(0, 0, ['/usr/sbin/haproxy', '-db', '-f', join(HA_DIR, 'haproxy.cfg')], haproxyEnv, dir))
+  for (const [i, { pgPort, restPort }] of nodes.entries())
+    Object.assign(haproxyEnv, { [`NODE${i + 1}_PORT`]: `${pgPort}`, [`NODE${i + 1}_REST_PORT`]: `${restPort}` })
+  parts.push(startAs([0, 0], ['/usr/sbin/haproxy', '-db', '-f', join(HA_DIR, 'haproxy.cfg')], haproxyEnv, dir))
 
+  const get = (port: number, path: string) =>
+    fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(2000) })
   type Member = { name: string; role: string; lag?: unknown }
   const members = async (): Promise<Member[]> => {
     for (const { restPort } of nodes) {
-      const response = await fetch(`http://127.0.0.1:${restPort}/cluster`, { signal: AbortSignal.timeout(2000) }).catch(
-        () => undefined,
-      )
+      const response = await get(restPort, '/cluster').catch(() => undefined)
       if (response?.ok) return ((await response.json()) as { members: Member[] }).members
     }
     throw new Error('no Patroni node answers')
   }
   /** HAProxy's view, from its CSV stats: server name → UP, DOWN, … */
   const routes = async (): Promise<Record<string, string>> => {
-    const csv = await (await fetch(`http://127.0.0.1:${statsPort}/;csv`, { signal: AbortSignal.timeout(2000) })).text()
+    const csv = await (await get(statsPort, '/;csv')).text()
     return Object.fromEntries(
       [...csv.matchAll(/^primary,(node\d),(?:[^,\n]*,){15}([^,\n]*)/gm)].map((m) => [m[1], m[2]]),
     )
@@ -285,12 +272,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     `create role plant_store login password '${appPassword}'`,
     'create database plant_store owner plant_store',
   ]
-  await runWith(
-    '/usr/bin/psql',
-    ['-h', '127.0.0.1', '-p', `${haproxyPort}`, '-U', 'postgres', ...sql.flatMap((s) => ['-c', s])],
-    {
-      PGPASSWORD: superuser,
-    },
-  )
+  const psql = ['-h', '127.0.0.1', '-p', `${haproxyPort}`, '-U', 'postgres', ...sql.flatMap((s) => ['-c', s])]
+  await runWith('/usr/bin/psql', psql, { PGPASSWORD: superuser })
   return cluster
 }

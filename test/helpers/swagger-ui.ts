@@ -1,6 +1,6 @@
 /**
- * Debian's Chromium, driven by playwright-core, on Swagger UI: Authorize with a bearer token, then "Try it out" →
- * Execute on `POST /plants`. Pages reach nothing but the loopback host, and must break no content security policy.
+ * Debian's Chromium, driven by playwright-core, on Swagger UI: Authorize, then "Try it out" → Execute on
+ * `POST /plants`. Pages must reach nothing but the loopback host, and break no content security policy.
  *
  * @module
  */
@@ -18,22 +18,17 @@ export const CREATE_PLANT = '#operations-plants-createPlant'
 /** Starts headless Chromium, closed at teardown. @throws when it is not installed or does not start within 30 s. */
 export async function launchChromium(t: TestContext): Promise<Browser> {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM} (apt-get install chromium)`)
-  const args = ['--headless', '--no-sandbox', '--no-first-run']
-  for (const feature of ['gpu', 'quic', 'background-networking', 'component-update', 'sync'])
-    args.push(`--disable-${feature}`)
+  const disabled = 'gpu quic background-networking component-update sync'.split(' ').map((what) => `--disable-${what}`)
+  const args = ['--headless', '--no-sandbox', '--no-first-run', ...disabled]
   const browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args, timeout: 30_000 })
   t.teardown(() => browser.close())
   return browser
 }
 
-/**
- * Opens `url` in a browser context of its own (loopback only, the gateway's certificate accepted; closed at teardown)
- * once Swagger UI shows the document.
- */
+/** Opens `url` in a context of its own (any certificate accepted; closed at teardown) until it shows the document. */
 export async function openDocs(t: Test, browser: Browser, url: string) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ignoreHTTPSErrors: true })
   t.teardown(() => context.close())
-  // What the page must not do: requests off the loopback host (refused), uncaught errors, CSP violations.
   const misdeeds = { outside: [] as string[], pageErrors: [] as string[], cspViolations: [] as string[] }
   await context.route('**/*', async (route) => {
     const target = new URL(route.request().url())
@@ -55,11 +50,7 @@ export async function openDocs(t: Test, browser: Browser, url: string) {
 
 /** The page left the loopback host never, threw nothing, and broke no content security policy. */
 export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs>>['misdeeds']): void {
-  t.same(
-    misdeeds,
-    { outside: [], pageErrors: [], cspViolations: [] },
-    'nothing off the loopback host, no error, no CSP violation',
-  )
+  t.same(misdeeds, { outside: [], pageErrors: [], cspViolations: [] }, 'nothing off the loopback host, no error')
 }
 
 /** Authorizes with `token` through the Authorize dialog (security scheme bearerAuth). */
@@ -72,10 +63,7 @@ export async function authorize(page: Page, token: string): Promise<void> {
   await dialog.waitFor({ state: 'detached' })
 }
 
-/**
- * Runs POST /plants through "Try it out" with `body`. @returns the live response's status and body text, and the
- * request URL shown.
- */
+/** Runs POST /plants through "Try it out" with `body`. @returns the status, body and request URL shown. */
 export async function tryItOut(page: Page, body: object) {
   const operation = page.locator(CREATE_PLANT)
   await operation.locator('.opblock-summary').click()
@@ -95,10 +83,7 @@ export async function tryItOut(page: Page, body: object) {
 type TriedPlant = { id: number; name: string; tag: string }
 const artifact = (name = '') => fileURLToPath(new URL(`../../artifacts/${name}`, import.meta.url))
 
-/**
- * In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot to
- * `artifacts/<screenshot>`.
- */
+/** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot. */
 export async function createsPlant(
   t: Test,
   page: Page,
@@ -115,27 +100,24 @@ export async function createsPlant(
   await page.screenshot({ path: artifact(screenshot) })
 }
 
-/**
- * Swagger UI at `docsPath` through `gateway`, authorized with `token`, creates `plant`; every request of the page
- * carries the prefix (access log).
- */
+/** Swagger UI at `docsPath` through `gateway`, authorized, creates `plant`; every request has the prefix. */
 export async function createsPlantThroughGateway(
   t: Test,
   browser: Browser,
   gateway: Gateway,
-  options: { docsPath: string; token: string; plant: TriedPlant; screenshot: string },
+  { docsPath, token, plant, screenshot }: { docsPath: string; token: string; plant: TriedPlant; screenshot: string },
 ): Promise<void> {
   const logged = gateway.accessLog().length
-  const { page, misdeeds } = await openDocs(t, browser, `${gateway.origin}${options.docsPath}`)
-  await authorize(page, options.token)
+  const { page, misdeeds } = await openDocs(t, browser, `${gateway.origin}${docsPath}`)
+  await authorize(page, token)
   const created = page.waitForResponse((response) => response.url() === `${gateway.url}/plants`)
-  await createsPlant(t, page, options.plant, `${gateway.url}/plants`, options.screenshot)
+  await createsPlant(t, page, plant, `${gateway.url}/plants`, screenshot)
   const requestId = await (await created).headerValue('x-request-id')
   t.equal((await gateway.accessEntry(requestId!)).uri, PLANTS, 'POST /plants went through the gateway')
   const paths = gateway
     .accessLog()
     .slice(logged)
-    .map((entry) => String(entry.uri))
+    .map((entry) => entry.uri)
   t.ok(
     paths.some((path) => path.startsWith(`${GATEWAY_PREFIX}/docs/static/`)),
     'the assets came through the gateway',
@@ -143,7 +125,7 @@ export async function createsPlantThroughGateway(
   t.same(
     paths.filter((path) => !path.startsWith(`${GATEWAY_PREFIX}/`)),
     [],
-    'no request reached a path without the prefix',
+    'every request had the prefix',
   )
   noMisdeeds(t, misdeeds)
 }
