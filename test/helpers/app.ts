@@ -23,46 +23,32 @@ import type { StoreOptions } from '../../service/store/store.ts'
 /** A test's tap object, as much of it as the helpers need. */
 export type TestContext = Pick<Test, 'teardown'>
 
-/**
- * `TEST_DATABASE_URL` (`postgres://…`): every app built stores there, in a schema of its own; unset, the embedded
- * store.
- */
+/** `TEST_DATABASE_URL`: every app built stores there, in a schema of its own; unset, the embedded store. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
-/**
- * PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL` (the test run's), else
- * 127.0.0.1:5432.
- */
+/** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL`, else 127.0.0.1. */
 export const POSTGRES_URL =
   TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/**
- * Creates an empty PostgreSQL database on {@link POSTGRES_URL}, dropped at `t`'s teardown. @returns its `postgres://`
- * URL.
- */
+/** Runs `statement` on a connection of its own to `url`. */
+async function query(url: string, statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url })
+  await client.connect()
+  await client.query(statement).finally(() => client.end())
+}
+
+/** Creates an empty database on {@link POSTGRES_URL}, dropped at teardown. @returns its URL. */
 export async function postgresDatabase(t: TestContext): Promise<string> {
   const name = `test_${randomBytes(6).toString('hex')}`
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL })
-    await client.connect()
-    await client.query(statement).finally(() => client.end())
-  }
-  await admin(`create database ${name}`)
-  t.teardown(() => admin(`drop database ${name} with (force)`))
+  await query(POSTGRES_URL, `create database ${name}`)
+  t.teardown(() => query(POSTGRES_URL, `drop database ${name} with (force)`))
   return Object.assign(new URL(POSTGRES_URL), { pathname: `/${name}` }).toString()
 }
 
-/**
- * This test process's own database, dropped when its tests end. Test files run in parallel,
- * and Kysely's migrator reads the tables of every schema of its database: a schema another
- * process dropped meanwhile fails it (`schema … does not exist`).
- */
+/** This process's own database: Kysely's migrator fails on a schema another process drops meanwhile. */
 let processDatabase: Promise<string> | undefined
 
-/**
- * Creates an empty PostgreSQL schema, dropped at teardown: a URL whose connections use it (`search_path`), and a client
- * inside it.
- */
+/** Creates an empty schema, dropped at teardown: a URL whose connections use it, and a client inside it. */
 export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
   const schema = `test_${randomBytes(6).toString('hex')}`
   const database = await (processDatabase ??= postgresDatabase(tap))
@@ -78,10 +64,7 @@ export async function postgresSchema(t: TestContext): Promise<{ url: string; cli
   return { url: url.toString(), client }
 }
 
-/**
- * A fresh store (a data directory; with {@link TEST_DATABASE_URL} a schema), removed at teardown; pass it to {@link
- * build} to share it.
- */
+/** A fresh store (a data directory; with {@link TEST_DATABASE_URL} a schema), removed at teardown. */
 export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataDir' | 'databaseUrl'>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
@@ -89,20 +72,12 @@ export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataD
   return { dataDir, databaseUrl: (await postgresSchema(t)).url }
 }
 
-/** Drops table `plant` behind a running app's back, through a connection of our own: its next create fails (500). */
+/** Drops table `plant` behind a running app's back: its next create fails (500). */
 export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>): Promise<void> {
-  if (store.databaseUrl !== undefined) {
-    const client = new pg.Client({ connectionString: store.databaseUrl })
-    await client.connect()
-    await client.query('drop table plant').finally(() => client.end())
-    return
-  }
+  if (store.databaseUrl !== undefined) return query(store.databaseUrl, 'drop table plant')
   const db = new SQLite(join(store.dataDir, SQLITE_FILE))
-  try {
-    db.exec('drop table plant')
-  } finally {
-    db.close()
-  }
+  db.exec('drop table plant')
+  db.close()
 }
 
 /** A token valid in every app built by {@link build}. */
@@ -113,7 +88,7 @@ export const OTHER_TOKEN = 'rotated-token-Pw5eT9yU3iO7aS1dG6hJ0kL4zX8c'
 /** Headers of an authenticated JSON request. */
 export const JSON_HEADERS = { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json' } as const
 
-/** Limits off (rate limits, load shedding on a busy machine): a test of a limit turns it on. */
+/** Limits off: a test of a limit turns it on. */
 export const LIMITS_OFF = {
   RATE_LIMIT_MAX: '0',
   AUTH_FAILURE_LIMIT_MAX: '0',
@@ -128,18 +103,12 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   }
 }
 
-/**
- * Options to open a store directly in a test: the test defaults (a dropped idle connection is no failure), then
- * `overrides`.
- */
+/** Options to open a store in a test: the test defaults (a dropped idle connection is no failure), `overrides`. */
 export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOptions {
   return { ...testConfig(), onConnectionError: () => {}, ...overrides }
 }
 
-/**
- * Builds the application, closed at teardown, on a fresh store unless `overrides`
- * names one (`dataDir`/`databaseUrl`, e.g. from {@link freshStore}); silent unless `logger`.
- */
+/** Builds the application, closed at teardown, on a fresh store unless `overrides` names one; silent unless `logger`. */
 export async function build(
   t: TestContext,
   overrides: Partial<AppConfig> = {},
@@ -151,10 +120,7 @@ export async function build(
   return app
 }
 
-/**
- * Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts (a test's deadlines
- * never apply to start-up).
- */
+/** Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts. */
 export async function migratedApp(
   t: TestContext,
   overrides: Partial<AppConfig> & { databaseUrl: string },
@@ -180,8 +146,13 @@ export function logSink(): { stream: Writable; lines: Array<Record<string, unkno
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean))
-        lines.push(JSON.parse(line) as Record<string, unknown>)
+      lines.push(
+        ...(chunk
+          .toString()
+          .split('\n')
+          .filter(Boolean)
+          .map((line) => JSON.parse(line)) as typeof lines),
+      )
       done()
     },
   })

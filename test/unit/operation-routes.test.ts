@@ -1,7 +1,6 @@
 /**
- * Unit tests of what the operations add to glue's routes (service/operations/index.ts): its
- * security run before the body is read, and required bodies, on a bare Fastify instance
- * with fastify-openapi-glue.
+ * What service/operations/index.ts adds to glue's routes (security before the body is read, required bodies), on a
+ * bare Fastify with fastify-openapi-glue.
  *
  * @module
  */
@@ -50,7 +49,7 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
     parsed.bodies++
     done(null, JSON.parse(String(body)))
   })
-  // As a plugin's onRoute hook before the operations' would (exact-json's hand-over): after glue's security.
+  // As exact-json's hand-over: a preHandler after glue's security.
   app.addHook('onRoute', (route) => {
     route.preHandler = [
       route.preHandler ?? [],
@@ -59,7 +58,7 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
       },
     ].flat()
   })
-  // As strict-http does: Node sends no 100 Continue by itself, the request goes to the hooks.
+  // As strict-http does: no 100 Continue from Node itself.
   app.server.on('checkContinue', (request, response) => app.server.emit('request', request, response))
   const specification = contract(security)
   await app.register(async (routes) => {
@@ -86,7 +85,6 @@ async function glued(security: OpenApiDocument['security'], securityHandlers: ob
       request.on('continue', () => request.end('{"n":1}', () => (invited = true)))
       request.on('response', (response) => resolve([invited, response.resume().statusCode]))
       request.on('error', reject)
-      // No 100: the client waits for it; after 5 s, the answer is that none came.
       request.setTimeout(5000, () => resolve([invited, undefined]))
     })
   }

@@ -1,7 +1,6 @@
 /**
- * The store below the repository: which failures count as "unavailable" (503) in each dialect, and that any query
- * then rejects with StoreUnavailableError; the embedded store's worker thread (a lock is waited for there, never on
- * the event loop; a crash is an outage, not the process's end); migrations up, down, and failing.
+ * The store: which failures are "unavailable" (503) in each dialect, a query then rejecting with
+ * StoreUnavailableError; the embedded store's worker (locks waited for there; a crash an outage); migrations.
  */
 import { join } from 'node:path'
 import { Worker } from 'node:worker_threads'
@@ -23,19 +22,28 @@ import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
 import { POSTGRES_URL, storeOptions } from '../helpers/app.ts'
 
-/** A store on `dataDir` (and `databaseUrl`, if given), closed at teardown. */
+/** A store on `dataDir` (and `databaseUrl`), closed at teardown. */
 function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
   const store = openStore(storeOptions({ dataDir, databaseUrl }))
   t.teardown(() => store.close())
   return store
 }
 
+/** An Error of `message`, with `code` if given. */
+const error = (message: string, code?: string | number) =>
+  Object.assign(new Error(message), code === undefined ? {} : { code })
+
+/** A Kysely on the embedded store's worker dialect, destroyed at teardown. */
+function workerDb(t: Test, connection: ConstructorParameters<typeof WorkerConnection>[0]) {
+  const db = new Kysely<Record<string, never>>({ dialect: new SqliteWorkerDialect(new WorkerConnection(connection)) })
+  t.teardown(() => db.destroy())
+  return db
+}
+
 t.test(
   'PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not',
   async (t) => {
     const store = opened(t, t.testdir(), POSTGRES_URL)
-    const error = (message: string, code?: string) =>
-      Object.assign(new Error(message), code === undefined ? {} : { code })
     for (const unavailable of [
       error('connection failure', '08006'),
       error('too many connections', '53300'),
@@ -46,42 +54,36 @@ t.test(
       error('timeout exceeded when trying to connect'),
       error('Connection terminated unexpectedly'),
       error('Query read timeout'),
-    ]) {
+    ])
       t.ok(store.isUnavailable(unavailable), unavailable.message)
-    }
     for (const fault of [
       error('duplicate key value', '23505'),
       error('invalid byte sequence for encoding "UTF8": 0x00', '22021'),
       error('syntax error', '42601'),
       'not an error',
-    ]) {
+    ])
       t.notOk(store.isUnavailable(fault), String(fault))
-    }
   },
 )
 
 t.test(
-  'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors are ' +
-    'not',
+  'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors not',
   async (t) => {
     const store = opened(t)
-    const error = (message: string, code: string) => Object.assign(new Error(message), { code })
     for (const unavailable of [
       error('database is locked', 'SQLITE_BUSY'),
       error('database or disk is full', 'SQLITE_FULL'),
       ...['_WRITE', '_FSYNC', '_SHMSIZE', ''].map((kind) => error('disk I/O error', `SQLITE_IOERR${kind}`)),
-    ]) {
-      t.ok(store.isUnavailable(unavailable), unavailable.code)
-    }
+    ])
+      t.ok(store.isUnavailable(unavailable), String(unavailable.code))
     for (const fault of [
       error('UNIQUE constraint failed', 'SQLITE_CONSTRAINT_PRIMARYKEY'),
       error('file is not a database', 'SQLITE_NOTADB'),
       error('attempt to write a readonly database', 'SQLITE_READONLY'),
-      new Error('no code'),
-      Object.assign(new Error('not a string code'), { code: 13 }),
-    ]) {
+      error('no code'),
+      error('not a string code', 13),
+    ])
       t.notOk(store.isUnavailable(fault), fault.message)
-    }
   },
 )
 
@@ -108,8 +110,7 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
 })
 
 t.test(
-  'SQLite: any query while another process holds the write lock waits on the worker, the event loop turning, then ' +
-    'rejects with StoreUnavailableError',
+  'SQLite: a query while another process holds the write lock waits on the worker, the loop turning, then is unavailable',
   async (t) => {
     const dataDir = t.testdir()
     const store = opened(t, dataDir)
@@ -131,10 +132,10 @@ t.test(
     t.type(error, StoreUnavailableError)
     t.match(error, { message: 'The store is unavailable (database is locked)', cause: { code: 'SQLITE_BUSY' } })
     t.ok(store.isUnavailable(error))
-    t.ok(waited >= BUSY_TIMEOUT_MS - 100, `SQLite waited for the lock (${waited} ms)`)
-    t.ok(ticks >= BUSY_TIMEOUT_MS / 10 / 4, `the event loop kept turning meanwhile (${ticks} ticks of 10 ms)`)
+    t.ok(waited >= BUSY_TIMEOUT_MS - 100, `waited for the lock (${waited} ms)`)
+    t.ok(ticks >= BUSY_TIMEOUT_MS / 10 / 4, `the event loop turned (${ticks} ticks of 10 ms)`)
     const other = await sql`select * from nowhere`.execute(store.db).catch((error: unknown) => error)
-    t.notOk(other instanceof StoreUnavailableError, 'an error of the query itself is left as it is')
+    t.notOk(other instanceof StoreUnavailableError, "the query's own error is left as it is")
     t.match(other, { message: 'no such table: nowhere', code: 'SQLITE_ERROR' })
     t.match(
       await new PlantRepository(store).saveAll([{ id: 2n ** 63n - 1n, name: 'after', tag: null }]),
@@ -153,11 +154,10 @@ t.test('PostgreSQL: a server that cannot be reached rejects any query with Store
 })
 
 t.test(
-  "the embedded store's worker: one that exits or fails rejects its pending queries with StoreUnavailableError and " +
-    'is reported; the next query starts another',
+  "the embedded store's worker: one that exits or fails rejects its queries as unavailable, is reported, is replaced",
   async (t) => {
     const file = join(t.testdir(), SQLITE_FILE)
-    // A worker that never answers (then terminated), one that fails at once, then the real one.
+    // One that never answers (then terminated), one that fails at once, the real one.
     const workers = [
       () => new Worker('setInterval(() => {}, 1000)', { eval: true }),
       () => new Worker('throw new Error("boom")', { eval: true }),
@@ -165,48 +165,32 @@ t.test(
     ]
     const started: Worker[] = []
     const gone: Error[] = []
-    const db = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect(
-        new WorkerConnection({
-          startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
-          onWorkerGone: (error) => gone.push(error),
-        }),
-      ),
+    const db = workerDb(t, {
+      startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
+      onWorkerGone: (error) => gone.push(error),
     })
-    t.teardown(() => db.destroy())
     const silent = sql`select 1`.execute(db)
     await new Promise((resolve) => setTimeout(resolve, 50))
     await started[0]!.terminate()
     await t.rejects(silent, { name: 'StoreUnavailableError', message: "The store's worker stopped" })
-    await t.rejects(sql`select 1`.execute(db), {
-      name: 'StoreUnavailableError',
-      cause: { message: 'boom' },
-    })
+    await t.rejects(sql`select 1`.execute(db), { name: 'StoreUnavailableError', cause: { message: 'boom' } })
     t.match(gone, [{ message: /^The store's worker exited with code \d+$/ }, { message: 'boom' }], 'each reported once')
     t.same((await sql<{ one: bigint }>`select 1 as one`.execute(db)).rows, [{ one: 1n }], 'a new worker answers')
     t.equal(started.length, 3)
     await db.destroy()
     t.equal(gone.length, 2, 'a close is not reported as a failure')
-    const failed = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect(new WorkerConnection({ startWorker: workers[1]! })),
-    })
+    const failed = workerDb(t, { startWorker: workers[1]! })
     await t.rejects(sql`select 1`.execute(failed), { name: 'StoreUnavailableError' })
     await t.resolves(failed.destroy(), 'a store whose worker is gone closes at once')
   },
 )
 
 t.test(
-  'SQLite: a worker that stops during a transaction: nothing of it is stored, its later statements and its commit ' +
-    'are unavailable',
+  'SQLite: a worker stopping during a transaction: nothing of it stored, its later statements and commit unavailable',
   async (t) => {
     const file = join(t.testdir(), SQLITE_FILE)
     const started: Worker[] = []
-    const db = new Kysely<Record<string, never>>({
-      dialect: new SqliteWorkerDialect(
-        new WorkerConnection({ startWorker: () => started[started.push(startSqliteWorker(file)) - 1]! }),
-      ),
-    })
-    t.teardown(() => db.destroy())
+    const db = workerDb(t, { startWorker: () => started[started.push(startSqliteWorker(file)) - 1]! })
     await sql`create table t (x integer)`.execute(db)
     const insert = (db: Kysely<Record<string, never>>, x: number) => sql`insert into t (x) values (${x})`.execute(db)
     const stopped = { name: 'StoreUnavailableError', message: "The store's worker stopped during the transaction" }
@@ -235,8 +219,7 @@ t.test(
 )
 
 t.test(
-  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with other queries or a ' +
-    "create's batch; no streaming",
+  'SQLite: a transaction commits or rolls back on the one connection, never interleaved with queries or a batch; no streaming',
   async (t) => {
     const store = opened(t)
     await migrateToLatest(store)
@@ -267,7 +250,7 @@ t.test(
       { message: 'changed my mind' },
     )
     t.match(await batch, [{ status: 'created' }])
-    t.same(await ids(), [1n, 2n, 4n], 'the rolled-back row is not stored; the batch sent during it is, after it')
+    t.same(await ids(), [1n, 2n, 4n], 'the rolled-back row not stored; the batch sent during it is, after it')
     await t.rejects(
       (async () => {
         for await (const row of store.db.selectFrom('plant').selectAll().stream()) t.fail(`streamed ${String(row)}`)
