@@ -1,10 +1,7 @@
 /**
- * docs/adding-an-operation.md, followed as written on a copy of the project (its files but node_modules, which is
- * linked). Every code block the page places in a file (its info string: ```<language> <file> [end of <place>]```)
- * goes in the copy unless the project has it already, as a user who applied the page has; then what the page says to
- * run: `npm run generate`, Redocly, `npm run test:checks` and a type check. The page's own test of the new operation
- * runs in the copy, and so do the checks of what the page says follows by itself and of the files it says change.
- * The project's own files are not touched, and the coverage of its code counts none of the copy's.
+ * docs/adding-an-operation.md followed on a copy of the project: each block whose info string names a file
+ * (```<language> <file> [end of <place>]```) goes in, unless there already; then `npm run generate`, Redocly,
+ * `npm run test:checks`, a type check, and the page's test of the new operation, all in the copy.
  *
  * @module
  */
@@ -23,7 +20,7 @@ import {
 import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { parse, parseDocument } from 'yaml'
 import type * as AppHelpers from '../helpers/app.ts'
 import { NGINX_DIR } from '../helpers/nginx.ts'
@@ -31,10 +28,10 @@ import type * as PostHelpers from '../helpers/post-plant.ts'
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url))
 const PAGE = 'docs/adding-an-operation.md'
-/** What the copy leaves out: installed, built or written by runs. */
+/** Not copied: installed, built or written by runs. */
 const NOT_COPIED = new Set(['node_modules', '.git', '.tap', 'dist', 'artifacts', 'coverage', 'tsconfig.check.json'])
 
-/** A code block of the page that goes in a file: a new one, or at the end of `place` (`class <Name>`, or `paths`). */
+/** A block of the page: a new file, or at the end of `place` (`class <Name>`, or `paths`). */
 interface Block {
   readonly file: string
   readonly place: string | undefined
@@ -56,11 +53,7 @@ function listedFiles(markdown: string): string[] {
   return [...section.matchAll(/^- `([^`]+)`/gm)].map(([, path]) => path!)
 }
 
-/**
- * `text` with `block` at the end of `paths` (a YAML key of the top level): as text before the next top-level key, as
- * a user pastes it, or merged into a path the contract has already; `text` itself when every operation of the block
- * is there.
- */
+/** `text` with `block` pasted at the end of `paths`, or merged into a path it has; unchanged when all are there. */
 function placedInPaths(text: string, block: Block): string {
   const added = parse(block.text) as Record<string, Record<string, unknown>>
   const document = parseDocument(text)
@@ -82,7 +75,7 @@ function placedInPaths(text: string, block: Block): string {
   return String(document)
 }
 
-/** `text` with `block` before the `}` that ends `export class <Name>`; `text` itself when the class has its member. */
+/** `text` with `block` at the end of `export class <Name>`, unless the class has its member. */
 function placedInClass(text: string, block: Block, name: string): string {
   const lines = text.split('\n')
   const start = lines.findIndex((line) => new RegExp(`^export class ${name}\\b`).test(line))
@@ -95,11 +88,7 @@ function placedInClass(text: string, block: Block, name: string): string {
   return lines.join('\n')
 }
 
-/**
- * Puts `block` in the copy where the page says, unless it is there.
- * @returns whether the block was placed (false: the project had it).
- * @throws naming the page's block, when its file has no such place.
- */
+/** Puts `block` in the copy where the page says. @returns false if the project had it. */
 function place(copy: string, block: Block): boolean {
   const path = join(copy, block.file)
   try {
@@ -117,25 +106,17 @@ function place(copy: string, block: Block): boolean {
     return placed !== text
   } catch (error) {
     const where = block.place === undefined ? 'as a new file' : `at the end of ${block.place}`
-    throw new Error(`${PAGE}: its block for ${block.file} cannot go ${where} in this test's copy of the project`, {
-      cause: error,
-    })
+    throw new Error(`${PAGE}: its block for ${block.file} cannot go ${where}`, { cause: error })
   }
 }
 
-/** Runs `command <args>` in `cwd`, without tap's loaders, and resolves to its exit code and output. */
-function run(cwd: string, command: string, args: string[]): Promise<{ code: number; output: string; seconds: number }> {
-  const started = performance.now()
+/** Runs `command <args>` in the copy, without tap's loaders: its exit code and output. */
+function run(command: string, ...args: string[]): Promise<{ code: number; output: string }> {
+  const options = { cwd: copy, env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 }
   return new Promise((resolve) => {
-    execFile(
-      command,
-      args,
-      { cwd, env: { ...process.env, NODE_OPTIONS: '' }, maxBuffer: 64 * 1024 * 1024 },
-      (error, stdout, stderr) => {
-        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : 1
-        resolve({ code, output: `${stdout}${stderr}`, seconds: Math.round((performance.now() - started) / 100) / 10 })
-      },
-    )
+    execFile(command, args, options, (error, stdout, stderr) => {
+      resolve({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : 1, output: stdout + stderr })
+    })
   })
 }
 
@@ -152,7 +133,6 @@ const page = readFileSync(join(ROOT, PAGE), 'utf8')
 const blocks = placedBlocks(page)
 const listed = listedFiles(page)
 
-// The copy, with every block in place and what `npm run generate` writes from its contract.
 const copy = mkdtempSync(join(tmpdir(), 'plant-store-adding-an-operation-'))
 t.teardown(() => rmSync(copy, { recursive: true, force: true }))
 for (const entry of readdirSync(ROOT).filter((name) => !NOT_COPIED.has(name)))
@@ -160,11 +140,10 @@ for (const entry of readdirSync(ROOT).filter((name) => !NOT_COPIED.has(name)))
 symlinkSync(join(ROOT, 'node_modules'), join(copy, 'node_modules'))
 const before = new Map(files(copy).map((file) => [file, readFileSync(join(copy, file))]))
 const placed = blocks.filter((block) => place(copy, block))
-const generated = await run(copy, 'npm', ['run', '--silent', 'generate'])
-if (generated.code !== 0)
-  throw new Error(`npm run generate failed in this test's copy of the project, ${PAGE} applied:\n${generated.output}`)
+const generated = await run('npm', 'run', '--silent', 'generate')
+if (generated.code !== 0) throw new Error(`npm run generate failed, ${PAGE} applied:\n${generated.output}`)
 
-// The checks the page names, each in its subtest, one at a time (together they starved the tests on two cores).
+// The checks the page names, one at a time (together they starved the tests on two cores).
 const tests = blocks.filter((block) => block.file.startsWith('test/')).map((block) => block.file)
 writeFileSync(
   join(copy, 'tsconfig.check.json'),
@@ -175,11 +154,11 @@ writeFileSync(
     exclude: ['service/**/*.test.ts', 'service/**/test/**'],
   }),
 )
-const typecheck = () =>
-  run(copy, process.execPath, [join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.check.json'])
-const contractLint = () =>
-  run(copy, process.execPath, [join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', 'openapi.yaml'])
-const checks = () => run(copy, 'npm', ['run', '--silent', 'test:checks'])
+/** Passes if `command <args>` exits 0 in the copy. */
+const passes = async (t: Test, command: string, ...args: string[]) => {
+  const { code, output } = await run(command, ...args)
+  t.equal(code, 0, output)
+}
 
 t.test(
   'the page writes the three files it names and a test of the operation; only its list of files changes',
@@ -206,17 +185,12 @@ t.test(
   },
 )
 
-t.test("npm run lint:contract (Redocly's recommended rules) passes on the copy's contract", async (t) => {
-  const { code, output } = await contractLint()
-  t.equal(code, 0, output)
-})
+t.test("npm run lint:contract (Redocly's recommended rules) passes on the copy's contract", (t) =>
+  passes(t, process.execPath, join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', 'openapi.yaml'),
+)
 
-t.test(
-  'npm run test:checks passes on the copy: generated files fresh, the added operation breaks no client',
-  async (t) => {
-    const { code, output } = await checks()
-    t.equal(code, 0, output)
-  },
+t.test('npm run test:checks passes on the copy: generated files fresh, the added operation breaks no client', (t) =>
+  passes(t, 'npm', 'run', '--silent', 'test:checks'),
 )
 
 // The page's test of the operation, run on the copy (its subtests follow).
@@ -255,11 +229,6 @@ t.test('the gateway names no method: nginx passes every one on, and the service 
   }
 })
 
-t.test(
-  'the copy type-checks (npm run typecheck): PlantService has getPlant, typed by the generated operations',
-  async (t) => {
-    const { code, output, seconds } = await typecheck()
-    t.equal(code, 0, output)
-    t.comment(`tsc took ${seconds} s`)
-  },
+t.test('the copy type-checks (npm run typecheck): PlantService has getPlant, typed by the generated operations', (t) =>
+  passes(t, process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.check.json'),
 )

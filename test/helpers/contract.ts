@@ -16,9 +16,7 @@ const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true 
 ajv.addFormat('int32', true).addFormat('int64', true)
 ajv.addSchema(contract, 'contract')
 
-const validators = new Map<string, ValidateFunction>()
-
-/** Every operation of openapi.yaml (method upper case, path template, operationId), in the document's order. */
+/** Every operation of openapi.yaml (method upper case, path template, operationId), in order. */
 export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operationId: string }> = Object.entries(
   contract.paths,
 ).flatMap(([path, item = {}]) =>
@@ -28,7 +26,7 @@ export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operation
   }),
 )
 
-/** The methods of the contract's operations, upper case, sorted, each once (what CORS allows). */
+/** The methods of the contract's operations, sorted, each once (what CORS allows). */
 export const CONTRACT_METHODS: readonly string[] = [...new Set(OPERATIONS.map((operation) => operation.method))].sort()
 
 /** The methods a path template allows, sorted, HEAD wherever GET is (RFC 9110 §9.3.2): a 405's `Allow`. */
@@ -47,12 +45,7 @@ export const examplePath = (path: string): string => path.replace(/\{[^}]+\}/g, 
 
 /** A validator of the contract's schema at `pointer` (e.g. `#/components/schemas/NewPlant`), compiled once. */
 export function schemaAt(pointer: string): ValidateFunction {
-  let validate = validators.get(pointer)
-  if (validate === undefined) {
-    validate = ajv.compile({ $ref: `contract${pointer}` })
-    validators.set(pointer, validate)
-  }
-  return validate
+  return ajv.getSchema(`contract${pointer}`)!
 }
 
 /** The body as JSON, or the problem that it is not. */
@@ -64,7 +57,7 @@ function parsed(response: AnyResponse): { body: unknown } | { problem: string } 
   }
 }
 
-/** Problems of the content type and body of a response that must be `application/json` of the schema `validate`. */
+/** Problems of a response that must be `application/json` of the schema `validate`. */
 function bodyProblems(response: AnyResponse, validate: ValidateFunction): string[] {
   const problems: string[] = []
   const contentType = String(response.headers['content-type'])
@@ -90,10 +83,7 @@ export function contractViolations(response: AnyResponse): string[] {
   return bodyProblems(response, schemaAt(`${pointer}/content/application~1json/schema`))
 }
 
-/**
- * Asserts that `response` is `status` with the `Error` body, `error` equal to the status (any route, or a gateway's
- * own).
- */
+/** Asserts that `response` is `status` with the `Error` body, `error` equal to the status. */
 export function assertErrorBody(t: Test, response: AnyResponse, status: number): void {
   t.equal(response.statusCode, status, `status ${status}`)
   const problems = bodyProblems(response, schemaAt('#/components/schemas/Error'))

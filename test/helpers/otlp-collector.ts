@@ -1,6 +1,5 @@
 /**
- * A trace collector: receives OTLP/HTTP exports (`POST /v1/traces`, protobuf) and decodes them with the official
- * definitions (`test/fixtures/opentelemetry-proto`).
+ * A trace collector: OTLP/HTTP exports decoded with the official definitions (`test/fixtures/opentelemetry-proto`).
  *
  * @module
  */
@@ -19,11 +18,7 @@ root.resolvePath = (_origin, target) =>
 root.loadSync('opentelemetry/proto/collector/trace/v1/trace_service.proto')
 const ExportTraceServiceRequest = root.lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest')
 
-/**
- * One span as exported: ids in lower-case hex (as in `traceparent`), `parentSpanId` empty for a root span; `kind`
- * and `status.code` as OTLP names them (`SPAN_KIND_SERVER`, `STATUS_CODE_ERROR` …); `service` the resource's
- * `service.name`; attribute values strings, numbers or booleans.
- */
+/** One span as exported: ids in hex (`parentSpanId` empty for a root), enums as OTLP names them. */
 export interface ExportedSpan {
   readonly traceId: string
   readonly spanId: string
@@ -36,17 +31,13 @@ export interface ExportedSpan {
   readonly service: string
 }
 
-/**
- * Starts a collector on a free loopback port, closed at teardown: its URL (`OTEL_EXPORTER_OTLP_ENDPOINT`), the spans
- * and export requests received, in order; `waitFor` resolves once `done(spans)` holds, or throws after 60 s.
- */
+/** Starts a collector, closed at teardown: its URL, the spans and requests received; `waitFor` until `done(spans)`. */
 export async function startCollector(t: TestContext) {
   const spans: ExportedSpan[] = []
   const requests: Array<{ path: string; contentType: string }> = []
   const server = createServer(async (request, response) => {
     requests.push({ path: request.url!, contentType: request.headers['content-type'] ?? '' })
     spans.push(...decode(Buffer.concat(await request.toArray())))
-    // An empty ExportTraceServiceResponse: everything accepted.
     response.writeHead(200, { 'content-type': 'application/x-protobuf' }).end()
   })
   await once(server.listen(0, '127.0.0.1'), 'listening')
@@ -69,7 +60,7 @@ type Span = Omit<ExportedSpan, 'traceId' | 'spanId' | 'parentSpanId' | 'attribut
     attributes: KeyValue[]
     links: Array<Record<'traceId' | 'spanId', Buffer>>
   }
-/** Decoded OTLP, as protobufjs's `toObject` gives it with defaults (bytes as Buffers, enums as names). */
+/** Decoded OTLP, as protobufjs's `toObject` gives it. */
 type Decoded = { resourceSpans: Array<{ resource?: { attributes: KeyValue[] }; scopeSpans: Array<{ spans: Span[] }> }> }
 
 /** The spans of one `ExportTraceServiceRequest` body. */

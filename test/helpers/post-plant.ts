@@ -16,7 +16,7 @@ export type RequestHeaders = Record<string, string | undefined>
 /** A body: an object as its JSON text (bigints exact), a string or Buffer byte for byte. */
 export type PlantBody = object | string | Buffer
 
-/** A response, the same whichever way the request went: header names lower case, numbers as text; the body as text. */
+/** A response, whichever way the request went: header names lower case, numbers as text. */
 export interface PlantResponse {
   readonly statusCode: number
   readonly headers: IncomingHttpHeaders
@@ -44,16 +44,15 @@ export async function postPlant(
   body?: PlantBody,
   options: PostOptions = {},
 ): Promise<PlantResponse> {
-  const headers = Object.fromEntries(
-    Object.entries(options.headers ?? JSON_HEADERS).filter(
-      (entry): entry is [string, string] => entry[1] !== undefined,
-    ),
-  )
+  const given = Object.entries(options.headers ?? JSON_HEADERS)
+  const headers = Object.fromEntries(given.filter((entry): entry is [string, string] => entry[1] !== undefined))
   const payload = body === undefined || typeof body === 'string' || Buffer.isBuffer(body) ? body : jsonText(body)
   const response =
     typeof target === 'string'
       ? await overHttp(target, payload, headers, options)
-      : await injected(target, payload, headers, options)
+      : await target
+          .inject({ method: 'POST', url: '/plants', headers, payload, remoteAddress: options.from })
+          .then(({ statusCode, headers, body }) => answer(statusCode, headers, body))
   options.t?.same(contractViolations(response), [], `${response.statusCode} conforms to the contract`)
   return response
 }
@@ -67,23 +66,6 @@ export function jsonText(value: object): string {
 
 /** `JSON.rawJSON` (not yet in TypeScript's library). */
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
-
-/** Through `inject`. */
-async function injected(
-  app: FastifyInstance,
-  payload: string | Buffer | undefined,
-  headers: Record<string, string>,
-  options: PostOptions,
-): Promise<PlantResponse> {
-  const response = await app.inject({
-    method: 'POST',
-    url: '/plants',
-    headers,
-    ...(payload === undefined ? {} : { payload }),
-    ...(options.from === undefined ? {} : { remoteAddress: options.from }),
-  })
-  return answer(response.statusCode, response.headers, response.body)
-}
 
 /** Over a real connection to `base`. */
 async function overHttp(
@@ -109,7 +91,6 @@ async function overHttp(
         incoming.on('end', () =>
           resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))),
         )
-        // A response cut off before its end is no answer.
         incoming.on('close', () => {
           if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
         })
