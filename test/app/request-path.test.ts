@@ -1,7 +1,6 @@
 /**
- * docs/development.md's list of the files a `POST /plants` runs through is the one V8 measures: precise coverage
- * (function call counts) of one 200 create over a connection of its own, from accept to close, on the main thread
- * and on each worker thread, against a listening app with the service's defaults on the embedded store.
+ * docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures of
+ * one create over its own connection, on the main thread and each worker, with the service's defaults.
  *
  * @module
  */
@@ -22,7 +21,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url))
 const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
 /** The messages of a request's one log line, written once it is answered. */
 const LOGGED_END = new Set(['request completed', 'request errored'])
-/** How the doc marks an entry whose code runs on a worker thread (another V8 isolate). */
+/** How the doc marks an entry that runs on a worker thread. */
 const WORKER_MARK = '(worker thread)'
 
 /** The doc's ordered list: each entry's path, and whether it runs on a worker thread. */
@@ -36,10 +35,10 @@ function documentedPath(): Array<{ file: string; onWorker: boolean }> {
     .map((line) => ({ file: /`([^`]+)`/.exec(line)?.[1] ?? line, onWorker: line.includes(WORKER_MARK) }))
 }
 
-/** A thread's profiler: the main thread's through `session`, a worker's through NodeWorker messages. */
+/** A thread's profiler. */
 type Post = (method: string, params?: object) => Promise<unknown>
 
-/** The scripts of service/ with a function called since the last take (a take resets the counts). */
+/** The scripts of service/ with a function called since the last take. */
 async function takeCoverage(post: Post): Promise<string[]> {
   const { result } = (await post('Profiler.takePreciseCoverage')) as {
     result: Array<{ url: string; functions: Array<{ ranges: Array<{ count: number }> }> }>
@@ -50,7 +49,7 @@ async function takeCoverage(post: Post): Promise<string[]> {
     .map(({ url }) => readerUnit(relative(root, fileURLToPath(url))))
 }
 
-/** A file, or the folder holding it whose README.md says what it guarantees (a reader opens that instead). */
+/** A file, or the folder holding it that has a README.md. */
 function readerUnit(file: string): string {
   for (let folder = dirname(file); folder !== 'service' && folder !== '.'; folder = dirname(folder))
     if (existsSync(join(root, folder, 'README.md'))) return `${folder}/`
@@ -66,7 +65,7 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
 
   const session = new Session()
   session.connect()
-  // Block counts, as tap's own coverage takes them: a coarser mode would turn its report into whole functions.
+  // As tap's coverage takes them: a coarser mode would coarsen its report.
   const coverage = { callCount: true, detailed: true }
   await session.post('Profiler.enable')
   await session.post('Profiler.startPreciseCoverage', coverage)
@@ -103,7 +102,6 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const { stream, lines } = logSink()
-  // The service's defaults, as in production: limits on, a logger.
   const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: dataDir })
   const app = await createApp(config, { ...loggerOptions('info', false), stream })
   t.teardown(() => app.close())
@@ -112,7 +110,7 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   const closed: Array<Promise<void>> = []
   app.server.on('connection', (socket: Socket) => closed.push(new Promise((resolve) => socket.once('close', resolve))))
 
-  /** One create over a new connection; resolves once the server has logged it and closed the connection. */
+  /** One create over a new connection, until logged and closed. */
   const create = async (id: number) => {
     const body = JSON.stringify({ id, name: 'Ficus' })
     const status = await new Promise<number | undefined>((resolve, reject) => {
@@ -140,14 +138,7 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   await create(2)
   const measured = await take()
 
-  t.same(
-    measured.main,
-    unique(documented.filter(({ onWorker }) => !onWorker).map(({ file }) => file)),
-    'the main thread runs the files listed',
-  )
-  t.same(
-    measured.worker,
-    unique(documented.filter(({ onWorker }) => onWorker).map(({ file }) => file)),
-    `the worker threads run the files marked ${WORKER_MARK}`,
-  )
+  const listed = (worker: boolean) => unique(documented.filter((d) => d.onWorker === worker).map(({ file }) => file))
+  t.same(measured.main, listed(false), 'the main thread runs the files listed')
+  t.same(measured.worker, listed(true), `the worker threads run the files marked ${WORKER_MARK}`)
 })
