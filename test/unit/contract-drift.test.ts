@@ -1,6 +1,5 @@
 /**
- * The contract drift gate (api/compat.ts, `npm run check:compat`): each kind of breaking edit to a copy of the
- * released contract is reported; openapi.yaml and non-breaking edits pass.
+ * The contract drift gate (api/compat.ts): each kind of breaking edit of the released contract is reported.
  *
  * @module
  */
@@ -32,14 +31,11 @@ t.test('each kind of breaking edit is flagged', async (t) => {
     [(doc) => delete plant(doc).tag, /request application\/json\.tag: field removed/],
     [
       (doc) => delete doc.components.schemas.Error.properties.message,
-      /409 response application\/json\.message: field removed/,
+      /409 response application\/json\.message: field /,
     ],
     [(doc) => (doc.components.schemas.Error.required = ['error']), /message: no longer required/],
     [(doc) => own(doc).required.push('colour') && (own(doc).properties.colour = {}), /\.colour: new required field/],
-    [
-      (doc) => (plant(doc).tag.type = 'integer'),
-      /request application\/json\.tag: type narrowed \("string" -> "integer"\)/,
-    ],
+    [(doc) => (plant(doc).tag.type = 'integer'), /request application\/json\.tag: type narrowed \("string" -> "in/],
     [(doc) => (own(doc).properties.id.format = 'int32'), /\.id: format narrowed \("int64" -> "int32"\)/],
     [(doc) => (plant(doc).name.pattern = '^[a-z]*$'), /request application\/json\.name: pattern narrowed/],
     [(doc) => (plant(doc).name.maxLength = 10), /\.name: maxLength narrowed \(undefined -> 10\)/],
@@ -47,10 +43,7 @@ t.test('each kind of breaking edit is flagged', async (t) => {
     [(doc) => delete post(doc).responses['409'], /POST \/plants 409: response status removed/],
     [(doc) => delete doc.components.responses.TooManyRequests.headers, /429: header Retry-After removed/],
     [
-      (doc) =>
-        (post(doc).requestBody.content = {
-          'application/merge-patch+json': post(doc).requestBody.content['application/json'],
-        }),
+      ({ paths }) => (paths['/plants'].post.requestBody.content = { 'application/merge-patch+json': {} }),
       /request: media type application\/json removed/,
     ],
   ]
@@ -59,8 +52,7 @@ t.test('each kind of breaking edit is flagged', async (t) => {
 })
 
 t.test(
-  'flagged between two edited copies: in responses wider types, formats, bounds, enums; in requests tighter bounds, ' +
-    'a body now required',
+  'flagged between edited copies: in responses wider types, formats, bounds, enums; in requests tighter ones, a body',
   async (t) => {
     const older = edited((doc) =>
       Object.assign(plant(doc), {
@@ -72,14 +64,12 @@ t.test(
     Object.assign(plant(newer).tag, { enum: ['indoor', 'outdoor', 'greenhouse'], maxLength: 40 })
     plant(newer).name.type = ['string', 'null']
     delete plant(newer).kinds.items.format
-    const found = breakingChanges(older, newer)
-      .filter((line) => line.includes(' 200 response '))
-      .join('\n')
+    const found = breakingChanges(older, newer).join('\n')
     for (const expected of [
-      /\.tag: enum widened/,
-      /\.tag: maxLength widened \(20 -> 40\)/,
-      /\.name: type widened/,
-      /\.kinds\[\]: format widened \("email" -> undefined\)/,
+      /200 response application\/json\.tag: enum widened/,
+      /200 response application\/json\.tag: maxLength widened \(20 -> 40\)/,
+      /200 response application\/json\.name: type widened/,
+      /200 response application\/json\.kinds\[\]: format widened \("email" -> undefined\)/,
     ])
       t.match(found, expected)
     const minLength = (length: number) => edited((doc) => (plant(doc).name.minLength = length))
@@ -112,8 +102,7 @@ t.test('passes: the current openapi.yaml, non-breaking edits, recursive schemas 
 })
 
 t.test(
-  'the command line: exit status 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an ' +
-    'error',
+  'the command line: 0 for openapi.yaml, 1 and the list for a breaking copy; no released contract is an error',
   async (t) => {
     const dir = t.testdir()
     const lines: string[] = []
