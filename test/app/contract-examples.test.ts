@@ -1,9 +1,6 @@
 /**
- * Every example in openapi.yaml is an answer the service really gives: each response
- * example is provoked (`inject`, or a socket for what Node's HTTP server answers, with
- * the contract's request example) and its body compared exactly; the example gateway's
- * own (414, 429, 501, 502, 504, 505) with `deploy/nginx/errors.conf`. An example nobody
- * provokes fails, and so does a provoker without its example.
+ * Every example in openapi.yaml is an answer the service gives: each response example is provoked and its body
+ * compared exactly; the gateway's own with `deploy/nginx/errors.conf`.
  *
  * @module
  */
@@ -27,7 +24,7 @@ interface Answer {
   body: string
 }
 
-/** The examples of a media type, by name; `$ref`s are not used in openapi.yaml. */
+/** The examples of a media type, by name. */
 function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefined): Record<string, unknown> {
   const examples = content?.['application/json']?.examples ?? {}
   return Object.fromEntries(
@@ -35,7 +32,7 @@ function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefin
   )
 }
 
-/** Every response example of `POST /plants`, keyed `<response>/<example>`, with the status it is declared for. */
+/** Every response example of `POST /plants`, keyed `<response>/<example>`, with its status. */
 const responseExamples = new Map<string, { status: number; value: unknown }>()
 for (const [status, response] of Object.entries(createPlant.responses)) {
   const ref = (response as OpenAPIV3.ReferenceObject).$ref
@@ -45,19 +42,17 @@ for (const [status, response] of Object.entries(createPlant.responses)) {
     responseExamples.set(`${name}/${example}`, { status: Number(status), value })
 }
 
-/** The request examples of `createPlant`. */
 const requestExamples = examplesOf((createPlant.requestBody as OpenAPIV3.RequestBodyObject).content) as Record<
   string,
   { id: number; name: string; tag?: string }
 >
 const withTag = requestExamples.withTag!
 
-/** The body the example gateway returns for `status`, from its configuration. */
-function gatewayAnswer(status: number): Answer {
+/** The body the example gateway returns for `status`. */
+function gatewayAnswer(status: number) {
   const errors = readFileSync(new URL('../../deploy/nginx/errors.conf', import.meta.url), 'utf8')
   const body = new RegExp(`^\\s*return ${status} '(.*)';$`, 'm').exec(errors)?.[1]
-  if (body === undefined) throw new Error(`deploy/nginx/errors.conf returns no body for ${status}`)
-  return { statusCode: status, headers: {}, body }
+  return { answer: async (): Promise<Answer> => ({ statusCode: status, headers: {}, body: body! }) }
 }
 
 /** An example of an `Error` body. */
@@ -66,44 +61,37 @@ interface ErrorExample {
   message: string
 }
 
-/** The wait an example's message names (`retry in N seconds`), in milliseconds: the window to provoke it with. */
+/** The wait an example's message names, in milliseconds. */
 function waitOf(example: ErrorExample): number {
   return Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
 }
 
-/**
- * The example with the wait of the answer's `Retry-After` (the example's unless a second passed between the requests).
- */
+/** The example with the wait of the answer's `Retry-After`. */
 function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorExample {
   const seconds = Number(answer.headers['retry-after'])
   t.ok(seconds <= waitOf(example) / 1000 && seconds > 0, `Retry-After ${seconds} within the window`)
   return { ...example, message: example.message.replace(/retry in \d+ seconds/, `retry in ${seconds} seconds`) }
 }
 
-/** A create of `body` into a new app of `config`. */
+/** A create into a new app. */
 const created =
   (body: PlantBody, options: PostOptions = {}, config: Partial<AppConfig> = {}) =>
   async (t: Test) =>
     postPlant(await build(t, config), body, options)
-/** Raw bytes to a new listening app: what Node's HTTP server answers itself. */
+/** Raw bytes to a new listening app. */
 const overSocket =
   (request: string, config: Partial<AppConfig> = {}) =>
   async (t: Test) =>
     exchange({ url: (await listen(t, config)).url }, request)
+/** A create of the example with `headers` over the JSON ones. */
+const withHeaders = (headers: Record<string, string>) =>
+  created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, ...headers } })
 const WRONG = { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } }
 /** A create on a store that does not answer: 503. */
 const storeDown = async (t: Test) =>
-  created(
-    withTag,
-    {},
-    {
-      databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
-      migrateOnStart: false,
-      databaseConnectTimeoutMs: 1000,
-    },
-  )(t)
+  created(withTag, {}, { databaseUrl: `postgres://a@127.0.0.1:${await freePort()}/b`, migrateOnStart: false })(t)
 
-/** How each example is provoked; `expected` adjusts an example to what varies in the answer. */
+/** How each example is provoked; `expected` adjusts it to what varies in the answer. */
 const provokers: Record<
   string,
   {
@@ -120,14 +108,8 @@ const provokers: Record<
   'BadRequest/tooDeep': {
     answer: created(`{"id":1,"name":"Monstera deliciosa","x":${'['.repeat(100)}${']'.repeat(100)}}`),
   },
-  'UnsupportedMediaType/charset': {
-    answer: created(JSON.stringify(withTag), {
-      headers: { ...JSON_HEADERS, 'content-type': 'application/json; charset=iso-8859-1' },
-    }),
-  },
-  'UnsupportedMediaType/contentCoding': {
-    answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-encoding': 'gzip' } }),
-  },
+  'UnsupportedMediaType/charset': { answer: withHeaders({ 'content-type': 'application/json; charset=iso-8859-1' }) },
+  'UnsupportedMediaType/contentCoding': { answer: withHeaders({ 'content-encoding': 'gzip' }) },
   'Unauthorized/missing': { answer: created(withTag, { headers: { 'content-type': 'application/json' } }) },
   'Conflict/conflict': {
     answer: async (t) => {
@@ -137,9 +119,7 @@ const provokers: Record<
     },
   },
   'ContentTooLarge/tooLarge': { answer: created({ ...withTag, name: 'x'.repeat(300) }, {}, { bodyLimit: 256 }) },
-  'UnsupportedMediaType/unsupported': {
-    answer: created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, 'content-type': 'text/plain' } }),
-  },
+  'UnsupportedMediaType/unsupported': { answer: withHeaders({ 'content-type': 'text/plain' }) },
   'TooManyRequests/rateLimited': {
     answer: async (t, example) => {
       const app = await build(t, { rateLimitMax: 1, rateLimitWindowMs: waitOf(example) })
@@ -177,12 +157,12 @@ const provokers: Record<
     answer: overSocket(`${requestHead('BREW', '/plants', { Authorization: `Bearer ${TOKEN}` })}\r\n`),
   },
   'BadRequest/connect': { answer: overSocket('CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n') },
-  'UriTooLong/tooLong': { answer: async () => gatewayAnswer(414) },
-  'NotImplemented/transferEncoding': { answer: async () => gatewayAnswer(501) },
-  'BadGateway/unreachable': { answer: async () => gatewayAnswer(502) },
-  'GatewayTimeout/timeout': { answer: async () => gatewayAnswer(504) },
-  'HttpVersionNotSupported/version': { answer: async () => gatewayAnswer(505) },
-  'TooManyRequests/gateway': { answer: async () => gatewayAnswer(429) },
+  'UriTooLong/tooLong': gatewayAnswer(414),
+  'NotImplemented/transferEncoding': gatewayAnswer(501),
+  'BadGateway/unreachable': gatewayAnswer(502),
+  'GatewayTimeout/timeout': gatewayAnswer(504),
+  'HttpVersionNotSupported/version': gatewayAnswer(505),
+  'TooManyRequests/gateway': gatewayAnswer(429),
 }
 
 t.test('every response example has a way to provoke it, and every provoker its example', async (t) => {
@@ -212,32 +192,24 @@ t.test('each request example of createPlant is stored and answered 200 with its 
 })
 
 t.test('the header examples are what the service sends', async (t) => {
+  const examples = (header: unknown) => ((header as OpenAPIV3.HeaderObject).schema as { examples: unknown[] }).examples
+  const challenge = (contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject).headers!
   const wrongToken = await created(withTag, WRONG)(t)
-  const challenge = contract.components!.responses!.Unauthorized as OpenAPIV3.ResponseObject
-  const challengeSchema = (challenge.headers!['WWW-Authenticate'] as OpenAPIV3.HeaderObject).schema as {
-    examples: string[]
-  }
-  t.strictSame(
-    challengeSchema.examples,
-    [wrongToken.headers['www-authenticate']],
-    'WWW-Authenticate for a token that is not valid',
-  )
-
+  t.strictSame(examples(challenge['WWW-Authenticate']), [wrongToken.headers['www-authenticate']], 'WWW-Authenticate')
   const unavailable = await storeDown(t)
-  const retryAfter = (contract.components!.headers!['Retry-After'] as OpenAPIV3.HeaderObject).schema as {
-    examples: number[]
-  }
-  t.strictSame(retryAfter.examples, [Number(unavailable.headers['retry-after'])], 'Retry-After of a 503')
+  t.strictSame(
+    examples(contract.components!.headers!['Retry-After']),
+    [Number(unavailable.headers['retry-after'])],
+    'Retry-After of a 503',
+  )
 })
 
 t.test("the Error schema's examples are among the response examples", async (t) => {
   const error = contract.components!.schemas!.Error as OpenAPIV3.SchemaObject
   const errorExamples = [...responseExamples.values()].map(({ value }) => value as ErrorExample)
   const examples = (name: 'error' | 'message') => (error.properties![name] as { examples: unknown[] }).examples
-  const [statuses, messages] = [
-    new Set(errorExamples.map((example) => example.error)),
-    new Set(errorExamples.map((example) => example.message)),
-  ]
-  for (const status of examples('error')) t.ok(statuses.has(status as number), `error ${String(status)}`)
-  for (const message of examples('message')) t.ok(messages.has(message as string), `message ${String(message)}`)
+  for (const name of ['error', 'message'] as const) {
+    const given = new Set(errorExamples.map((example) => example[name]))
+    for (const value of examples(name)) t.ok(given.has(value as never), `${name} ${String(value)}`)
+  }
 })
