@@ -1,7 +1,6 @@
 /**
- * Group commit: concurrent creates share one transaction, each with its own durable
- * outcome (created, replayed, conflict), also when a batch fails; no deadlock. A
- * transaction's span (`service/tracing.ts`) is a child of its first create and links the others.
+ * Group commit: concurrent creates share a transaction, each with its own outcome, also when a batch fails; no
+ * deadlock; a transaction's span is a child of its first create and links the others.
  */
 import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api'
 import pg from 'pg'
@@ -15,21 +14,25 @@ import {
   StoreUnavailableError,
 } from '../../service/store/plant-repository.ts'
 import { startTracing } from '../../service/tracing.ts'
-import { freshStore, postgresDatabase, storeOptions, TEST_DATABASE_URL } from '../helpers/app.ts'
+import { freshStore, postgresDatabase, storeOptions, TEST_DATABASE_URL, type TestContext } from '../helpers/app.ts'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
 
-async function repository(t: Parameters<typeof freshStore>[0]) {
-  const store = openStore(storeOptions(await freshStore(t)))
+/** A migrated store of `options`, closed at teardown. */
+async function migrated(t: TestContext, options: Parameters<typeof storeOptions>[0]) {
+  const store = openStore(storeOptions(options))
   t.teardown(() => store.close())
   await migrateToLatest(store)
-  return new PlantRepository(store)
+  return store
 }
+const repository = async (t: TestContext) => new PlantRepository(await migrated(t, await freshStore(t)))
+
+/** A writer that stores every plant of a batch. */
+const created = (plants: readonly PlantRecord[]) => plants.map((stored) => ({ status: 'created' as const, stored }))
 
 const plant = (id: bigint, name: string, tag: string | null = null): PlantRecord => ({ id, name, tag })
 
 t.test(
-  'an idle save goes out alone at once; concurrent ones share transactions of at most maxBatch, each answered with ' +
-    'its own outcome',
+  'an idle save goes out alone; concurrent ones share transactions of at most maxBatch, each with its own outcome',
   async (t) => {
     const repo = await repository(t)
     const batches: number[] = []
@@ -47,8 +50,10 @@ t.test(
       ].map((p) => group.save(p)),
     )
     t.same(batches, [1, 3, 3, 1])
-    const statuses = outcomes.map((outcome) => outcome.status)
-    t.same(statuses, ['created', 'created', 'replayed', 'conflict', 'conflict', 'created', 'created'])
+    t.same(
+      outcomes.map((outcome) => outcome.status),
+      ['created', 'created', 'replayed', 'conflict', 'conflict', 'created', 'created'],
+    )
     t.same(outcomes[3]!.stored, plant(1n, 'a'), 'a conflict reports what is stored')
   },
 )
@@ -60,7 +65,7 @@ t.test('a failed batch is retried plant by plant: only the failing plant gets th
     saveAll: async (plants: readonly PlantRecord[]) => {
       calls.push(plants.length)
       if (plants.some((p) => p.name === 'bad')) throw failure
-      return plants.map((p) => ({ status: 'created' as const, stored: p }))
+      return created(plants)
     },
   }
   const failed: boolean[] = []
@@ -74,8 +79,10 @@ t.test('a failed batch is retried plant by plant: only the failing plant gets th
     group.save(plant(2n, 'bad')),
     group.save(plant(3n, 'good')),
   ])
-  const settled = results.map((result) => result.status)
-  t.same(settled, ['fulfilled', 'rejected', 'fulfilled'])
+  t.same(
+    results.map((result) => result.status),
+    ['fulfilled', 'rejected', 'fulfilled'],
+  )
   t.equal((results[1] as PromiseRejectedResult).reason, failure)
   t.same(calls, [3, 1, 1, 1], 'the batch, then each plant alone')
   t.same(failed, [true, false, true, false])
@@ -104,50 +111,41 @@ t.test(
     const gate = new Promise<void>((resolve) => (release = resolve))
     let writing!: () => void
     const written = new Promise<void>((resolve) => (writing = resolve))
-    // A writer held until released: while it holds the first batch, the next saves queue up together.
+    // Held until released: while it holds the first batch, the next saves queue up together.
     const writer = {
       saveAll: async (plants: readonly PlantRecord[]) => {
         writing()
         await gate
-        return plants.map((stored) => ({ status: 'created' as const, stored }))
+        return created(plants)
       },
     }
     const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
-    // Each save as if made inside the handler span of a request of its own trace.
+    // Each save as if inside the handler span of a request of its own trace.
     const callers = [1, 2, 3, 4].map(() => traceparent())
-    const saveAs = (caller: ReturnType<typeof traceparent>, id: number) =>
-      context.with(
-        trace.setSpanContext(ROOT_CONTEXT, {
-          traceId: caller.traceId,
-          spanId: caller.spanId,
-          traceFlags: TraceFlags.SAMPLED,
-        }),
-        () => commit.save(plant(BigInt(id), `plant ${id}`)),
-      )
-
-    const first = saveAs(callers[0]!, 1)
+    const saveAs = (id: number) => {
+      const span = { ...callers[id - 1]!, traceFlags: TraceFlags.SAMPLED }
+      return context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => commit.save(plant(BigInt(id), `plant ${id}`)))
+    }
+    const first = saveAs(1)
     await written
-    const queued = callers.slice(1).map((caller, index) => saveAs(caller, index + 2))
+    const queued = [2, 3, 4].map(saveAs)
     release()
     t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))
     await tracing.shutdown()
 
     t.equal(collector.spans.length, 2, 'two transactions')
-    const alone = only(
-      t,
-      collector.spans.filter((span) => span.traceId === callers[0]!.traceId),
-      'store transaction',
-    )
-    t.match(alone, {
+    const ofCaller = (index: number) =>
+      only(
+        t,
+        collector.spans.filter((span) => span.traceId === callers[index]!.traceId),
+        'store transaction',
+      )
+    t.match(ofCaller(0), {
       parentSpanId: callers[0]!.spanId,
       links: [],
       attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 },
     })
-    const batch = only(
-      t,
-      collector.spans.filter((span) => span.traceId === callers[1]!.traceId),
-      'store transaction',
-    )
+    const batch = ofCaller(1)
     t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
     const others = callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId }))
     t.same(batch.links, others, 'linked to the others, in order')
@@ -157,31 +155,23 @@ t.test(
 
 t.test('the repository rolls a failed transaction back: nothing of it is stored', async (t) => {
   const repo = await repository(t)
-  // A name the store refuses mid-transaction: PostgreSQL rejects NUL in text; on
-  // SQLite, a value of a type better-sqlite3 cannot bind.
+  // Refused mid-transaction: NUL in PostgreSQL text; a type better-sqlite3 cannot bind.
   const bad = { id: 2n, name: (TEST_DATABASE_URL ? 'nul\u0000' : { not: 'text' }) as string, tag: null }
   await t.rejects(repo.saveAll([plant(1n, 'good'), bad]))
-  t.match(
-    await repo.saveAll([plant(1n, 'good')]),
-    [{ status: 'created' }],
-    'the good plant of the failed transaction was not stored',
-  )
+  t.match(await repo.saveAll([plant(1n, 'good')]), [{ status: 'created' }], 'the good plant was not stored')
 })
 
 t.test(
   'PostgreSQL: concurrent batches over the same ids take their row locks in one order: no deadlock, every answer right',
   async (t) => {
-    // A database of its own: pg_stat_database counts deadlocks per database, and other tests share the server's.
+    // A database of its own: pg_stat_database counts deadlocks per database.
     const url = await postgresDatabase(t)
-    const store = openStore(storeOptions({ dataDir: t.testdir(), databaseUrl: url }))
-    t.teardown(() => store.close())
-    await migrateToLatest(store)
+    const store = await migrated(t, { dataDir: t.testdir(), databaseUrl: url })
     const stats = new pg.Client({ connectionString: url })
     await stats.connect()
     t.teardown(() => stats.end())
     const before = await deadlocks(stats)
-    // Ten batches of ten in flight over the same twenty ids, in random order, one of two
-    // contents each; rounds on fresh ids (a committed row locks nothing).
+    // Ten batches of ten in flight over twenty ids, in random order, one of two contents each; fresh ids each round.
     const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
     for (let round = 0; round < 3; round++) {
       const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
@@ -201,21 +191,14 @@ t.test(
         return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
       })
       t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
-      t.equal(
-        outcomes.filter((outcome) => outcome.status === 'created').length,
-        20,
-        `round ${round}: one create per id`,
-      )
+      t.equal(outcomes.filter(({ status }) => status === 'created').length, 20, `round ${round}: one create per id`)
     }
     await store.close()
     t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
   },
 )
 
-/**
- * `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended (and handed their
- * counts over).
- */
+/** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended. */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {
   for (const deadline = Date.now() + 30000; settled && Date.now() < deadline;) {
     const { rows } = await client.query(
