@@ -6,25 +6,21 @@ import { postPlant } from '../helpers/post-plant.ts'
 // The served document is openapi.yaml, which has no /health path: docs.test.ts.
 t.test('liveness and readiness answer 200 with no token', async (t) => {
   const app = await build(t)
-  t.same((await app.inject({ url: '/health/live' })).json(), { status: 'live' })
-  const ready = await app.inject({ url: '/health/ready' })
-  t.equal(ready.statusCode, 200)
-  t.same(ready.json(), { status: 'ready' })
+  for (const status of ['live', 'ready']) {
+    const probe = await app.inject({ url: `/health/${status}` })
+    t.same([probe.statusCode, probe.json()], [200, { status }])
+  }
 })
 
 t.test(
-  'draining: readiness is 503 with the Error body and Retry-After; requests are still served and close their ' +
-    'connection',
+  'draining: readiness is 503 with the Error body and Retry-After; requests still served, closing their connection',
   async (t) => {
     const app = await build(t)
     app.startDraining()
     const ready = await app.inject({ url: '/health/ready' })
-    t.equal(ready.statusCode, 503)
-    t.equal(ready.headers['retry-after'], '1')
+    t.match(ready, { statusCode: 503, headers: { 'retry-after': '1' } })
     t.same(ready.json(), { error: 503, message: 'The service is shutting down' })
-    const created = await postPlant(app, { id: 1, name: 'Ficus' })
-    t.equal(created.statusCode, 200)
-    t.equal(created.headers.connection, 'close')
+    t.match(await postPlant(app, { id: 1, name: 'Ficus' }), { statusCode: 200, headers: { connection: 'close' } })
   },
 )
 
@@ -32,13 +28,10 @@ t.test(
   'metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data',
   async (t) => {
     const app = await build(t)
-    await postPlant(app, { id: 1, name: 'Secret Orchid' })
-    await postPlant(app, { id: 1, name: 'Secret Orchid' })
-    await postPlant(app, { id: 1, name: 'Other Orchid' })
+    for (const name of ['Secret Orchid', 'Secret Orchid', 'Other Orchid']) await postPlant(app, { id: 1, name })
     await app.inject({ url: '/nowhere' })
     const metrics = await app.inject({ url: '/metrics' })
-    t.equal(metrics.statusCode, 200)
-    t.match(metrics.headers['content-type'], /^text\/plain; version=0\.0\.4/)
+    t.match(metrics, { statusCode: 200, headers: { 'content-type': /^text\/plain; version=0\.0\.4/ } })
     const text = metrics.body
     for (const series of [
       'http_request_duration_seconds_count{method="POST",route="/plants",status_code="200"} 2',
@@ -60,30 +53,22 @@ t.test(
   async (t) => {
     const { stream, lines } = logSink()
     const app = await build(t, {}, { level: 'info', stream })
-    const response = await postPlant(
-      app,
-      { id: 1, name: 5 },
-      { headers: { ...JSON_HEADERS, 'x-request-id': 'gateway-42.a:b' } },
-    )
-    t.equal(response.headers['x-request-id'], 'gateway-42.a:b')
-    const ofRequest = lines.filter((line) => line.requestId === 'gateway-42.a:b')
-    const messages = ofRequest.map((line) => line.msg)
+    const id = 'gateway-42.a:b'
+    const response = await postPlant(app, { id: 1, name: 5 }, { headers: { ...JSON_HEADERS, 'x-request-id': id } })
+    t.equal(response.headers['x-request-id'], id)
+    const ofRequest = lines.filter((line) => line.requestId === id)
     t.same(
-      messages,
+      ofRequest.map((line) => line.msg),
       ['request rejected', 'request completed'],
-      'the rejection as it happens, then one line for the request, with its status and duration',
+      'the rejection as it happens, then one line with its status and duration',
     )
     t.match(ofRequest[1], { req: { method: 'POST', url: '/plants' }, res: { statusCode: 400 }, responseTime: Number })
     const ofSomeRequest = (line: Record<string, unknown>) => line.req !== undefined || line.res !== undefined
     t.same(lines.filter(ofSomeRequest), ofRequest.filter(ofSomeRequest), 'no other line of a request')
     const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/
     for (const id of [undefined, 'has spaces and "quotes"', 'x'.repeat(129)]) {
-      t.match(
-        (await app.inject({ url: '/health/live', headers: id === undefined ? {} : { 'x-request-id': id } })).headers[
-          'x-request-id'
-        ],
-        uuid,
-      )
+      const probe = await app.inject({ url: '/health/live', headers: id === undefined ? {} : { 'x-request-id': id } })
+      t.match(probe.headers['x-request-id'], uuid)
     }
   },
 )
