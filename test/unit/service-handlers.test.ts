@@ -1,8 +1,6 @@
 /**
- * Type-level test of service/operations/handlers.ts: a service class is checked against the
- * types openapi-typescript generates from its contract (the fixture contract: openapi.yaml
- * plus `getPlant`, GET /plants/{id}). One `tsc --noEmit` compiles fixture services, each
- * with a method for every other operation: without `getPlant` it fails naming it.
+ * service/operations/handlers.ts: a service class is checked against the types generated from its contract (the
+ * fixture's: openapi.yaml plus `getPlant`), by one `tsc` over fixture services.
  *
  * @module
  */
@@ -17,7 +15,7 @@ const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 const handlers = fileURLToPath(new URL('../../service/operations/handlers.js', import.meta.url))
 
 const contract = fixtureContract()
-/** The fixture contract's operationIds other than getPlant: each fixture service has them all. */
+/** The fixture contract's operationIds but getPlant. */
 const others = Object.values(contract.paths)
   .flatMap((item = {}) => Object.values(item).map((operation) => (operation as { operationId?: string }).operationId))
   .filter((operationId): operationId is string => operationId !== undefined && operationId !== 'getPlant')
@@ -30,7 +28,7 @@ const method = (
 ${body}
   }`
 
-/** A fixture service over the fixture's `operations`: every other operation, and `getPlant` when given. */
+/** A fixture service: every other operation, and `getPlant` when given. */
 function fixtureService(getPlant: string | undefined): string {
   const methods = [
     ...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')),
@@ -57,20 +55,12 @@ t.test('a service class must have a method, typed by the document, for each oper
     with: fixtureService(getPlant('bigint')),
     rounded: fixtureService(getPlant('number')),
   }
-  const compilerOptions = {
-    target: 'ES2023',
-    module: 'NodeNext',
-    moduleResolution: 'NodeNext',
-    strict: true,
-    noEmit: true,
-    skipLibCheck: true,
-    types: [],
-  }
+  const compilerOptions = { target: 'ES2023', module: 'NodeNext', strict: true, noEmit: true, types: [] }
   const files = Object.fromEntries(Object.entries(services).map(([name, source]) => [`${name}.ts`, source]))
   const tsconfig = JSON.stringify({ compilerOptions, files: Object.keys(files) })
   const dir = t.testdir({
     ...files,
-    'package.json': JSON.stringify({ type: 'module' }),
+    'package.json': '{"type":"module"}',
     'openapi.ts': generated,
     'tsconfig.json': tsconfig,
   })
@@ -82,7 +72,7 @@ t.test('a service class must have a method, typed by the document, for each oper
     if (!(error instanceof CommandError) || error.exitCode === null) throw error
     output = error.stdout
   }
-  /** The compiler's errors in `file`, each with its indented lines of detail. */
+  /** The compiler's errors in `file`, with their lines of detail. */
   const errors = (file: string) =>
     output
       .split(/\n(?=\S)/)
@@ -98,7 +88,7 @@ t.test('a service class must have a method, typed by the document, for each oper
   t.match(
     errors('rounded.ts'),
     /rounded\.ts\(\d+,11\): error TS2322: Type 'bigint' is not assignable to type 'number'/,
-    'a parameter read as another type than the document says fails: an int64 as a number, which would round it',
+    'a parameter read as another type than the document says fails (an int64 as a number)',
   )
   t.notMatch(output, /openapi\.ts\(/, 'the generated types compile')
 })
