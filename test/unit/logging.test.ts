@@ -1,6 +1,5 @@
 /**
- * The logger options (service/logging.ts): JSON lines with credentials redacted, pretty output only on a terminal,
- * one line per request.
+ * service/logging.ts: JSON lines with credentials redacted, pretty only on a terminal, one line per request.
  *
  * @module
  */
@@ -17,23 +16,14 @@ t.test(
     t.match(loggerOptions('debug', true), pretty)
     const [terminal, piped] = [processLogging('debug', true), processLogging('info', false)]
     t.match(terminal.options, { ...pretty, stream: undefined })
-    t.match(
-      piped.options.stream,
-      { fd: 1, minLength: Number, sync: true },
-      "stdout through pino's buffered destination",
-    )
+    t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "pino's buffered stdout")
     t.same([loggerOptions('info', false).transport, piped.options.transport], [undefined, undefined], 'JSON when piped')
     t.doesNotThrow(() => [terminal.flush(), piped.flush()])
     const { stream, lines } = logSink()
     const logger = pino(loggerOptions('info', false), stream)
     logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
-    const request = {
-      method: 'POST',
-      host: 'plants.example',
-      ip: '192.0.2.1',
-      socket: { remotePort: 4711 },
-      headers: { authorization: 'Bearer secret-token-0123456789' },
-    }
+    const headers = { authorization: 'Bearer secret-token-0123456789' }
+    const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers }
     logger.info(
       { req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } },
       'incoming request',
@@ -63,8 +53,7 @@ t.test(
 )
 
 t.test(
-  'one line per request: nothing when it arrives; when it ends, the request, its status and duration, at error ' +
-    'level if the response failed',
+  'one line per request, when it ends: the request, its status and duration, at error level if the response failed',
   async (t) => {
     const { stream, lines } = logSink()
     const log = pino(loggerOptions('info', false), stream)
@@ -73,7 +62,7 @@ t.test(
     const request = {
       ...req,
       host: 'localhost',
-      ip: '127.0.0.1',
+      ip: '::1',
       socket: { remotePort: 1 },
       log,
     } as unknown as FastifyRequest
