@@ -1,8 +1,5 @@
 /**
- * Contract tests of request validation of `POST /plants` against NewPlant: strict
- * types (no coercion), required fields, the body must be an object; every 400 names
- * the field (openapi.yaml, responses.BadRequest). Extra members, ignored and never
- * stored: media-type.test.ts (`__proto__` and `constructor` among them).
+ * Validation of `POST /plants` against NewPlant: no coercion, required fields, an object; every 400 names the field.
  *
  * @module
  */
@@ -10,12 +7,10 @@ import t from 'tap'
 import { build } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
-// One app for the file: a rejected body stores nothing, so no test sees another's.
+// A rejected body stores nothing.
 const app = await build(t)
 
-/**
- * Bodies that are not a NewPlant: each is 400, its message naming the field (`body/<field>`, or the missing property).
- */
+/** Bodies that are not a NewPlant, and the message naming the field. */
 const rejected: Array<[string, string, RegExp]> = [
   ['an id sent as a string is 400, not coerced', '{"id":"12","name":"Fern"}', /^body\/id must be integer$/],
   ['an id sent as a boolean is 400, not coerced', '{"id":true,"name":"Fern"}', /^body\/id must be integer$/],

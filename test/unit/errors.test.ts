@@ -1,8 +1,5 @@
 /**
- * `toErrorResponse` (plugins/strict-http) on what no request can make the service throw:
- * anything but an HTTP error is 500 with nothing of the cause. The answers to requests
- * are compared with the contract's examples in test/app/contract-examples.test.ts.
- * What a thrown value that is not an `Error` reads as.
+ * `toErrorResponse` on what no request can make the service throw: 500 with nothing of the cause; `asError`.
  *
  * @module
  */
@@ -24,9 +21,8 @@ t.test(
       {},
       null,
       undefined,
-    ]) {
+    ])
       t.strictSame(toErrorResponse(httpErrorOf(error)), internal, String(error))
-    }
   },
 )
 
