@@ -41,7 +41,7 @@ const stored = async (node: PatroniNode) =>
   )[0]!
 
 /** Load through the gateway, the leader killed after 200 creates: the answers and the new primary. */
-async function loseThePrimary(t: Test, firstId: bigint): Promise<void> {
+async function loseThePrimary(t: Test, firstId: bigint) {
   const load = startLoad(gateway, token, firstId)
   const leader = await cluster.leader()
   let killedAt: number

@@ -22,15 +22,7 @@ import {
   send,
   startGateway,
 } from '../helpers/nginx.ts'
-import {
-  bridgeGateway,
-  imageUnderTest,
-  podman,
-  randomToken,
-  type Replica,
-  requestLine,
-  startReplicas,
-} from '../helpers/podman.ts'
+import { imageUnderTest, podman, randomToken, type Replica, requestLine, startReplicas } from '../helpers/podman.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 import { createsPlantThroughGateway, launchChromium } from '../helpers/swagger-ui.ts'
 
@@ -40,12 +32,9 @@ const token = randomToken()
 const AUTHORIZED = authorized(token)
 const { bodyLimit } = loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: token })
 
-const [image, bridge, browser] = await Promise.all([imageUnderTest(), bridgeGateway(), launchChromium(t)])
+const [image, browser] = await Promise.all([imageUnderTest(), launchChromium(t)])
 // A busy machine's event loop is no overload of the service.
-const replicas = await startReplicas(t, image, 2, token, {
-  TRUST_PROXY: bridge.gateway,
-  LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
-})
+const replicas = await startReplicas(t, image, 2, token, { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
 const gateway = await startGateway(t, replicas)
 
 /** A `POST` of a Fern with `id` to the gateway. */

@@ -26,29 +26,6 @@ const ALERT = 'PlantStoreStoreUnavailable'
 /** Scrape and evaluation interval of the test's configuration, s. */
 const INTERVAL_S = 1
 
-/** The shipped configuration with `targets` as plant-store's, every `INTERVAL_S`, and the shipped rules by path. */
-function drillConfig(targets: string[]): string {
-  const config = parse(readFileSync(join(DIR, 'prometheus.yml'), 'utf8'))
-  Object.assign(config.global, { scrape_interval: `${INTERVAL_S}s`, evaluation_interval: `${INTERVAL_S}s` })
-  config.rule_files = config.rule_files.map((file: string) => join(DIR, file))
-  const job = config.scrape_configs.find((job: { job_name: string }) => job.job_name === 'plant-store')
-  Object.assign(job, { scrape_timeout: `${INTERVAL_S}s`, static_configs: [{ targets }] })
-  return stringify(config)
-}
-
-/** Starts Prometheus with `config` on a free port, storage in a temporary directory. @returns its URL once ready. */
-async function startPrometheus(config: string): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
-  writeFileSync(join(dir, 'prometheus.yml'), config)
-  const url = `http://127.0.0.1:${await freePort()}`
-  const flags = [`config.file=${join(dir, 'prometheus.yml')}`, `storage.tsdb.path=${join(dir, 'data')}`]
-  flags.push(`web.listen-address=${url.slice(7)}`, 'log.level=warn')
-  const ready = async () => (await fetch(`${url}/-/ready`).catch(() => undefined))?.status === 200
-  await startDaemon(t, ['/usr/bin/prometheus', ...flags.map((flag) => `--${flag}`)], ready, { timeoutMs: 60_000 })
-  return url
-}
-
 const api = async <T>(path: string): Promise<T> => {
   const response = await fetch(`${prometheus}${path}`)
   if (!response.ok) throw new Error(`GET ${path}: ${response.status} ${await response.text()}`)
@@ -67,7 +44,21 @@ const env = { PLANT_STORE_TOKENS: TOKEN, DATABASE_URL: database.url, NODE_ENV: '
 const replicas = await Promise.all([0, 1].map(() => startService(t, env)))
 const targets = replicas.map((replica) => new URL(replica.url).host)
 const gateway = await startGateway(t, targets)
-const prometheus = await startPrometheus(drillConfig(targets))
+
+// The shipped configuration, with the replicas as plant-store's targets, every INTERVAL_S, the shipped rules by path.
+const config = parse(readFileSync(join(DIR, 'prometheus.yml'), 'utf8'))
+Object.assign(config.global, { scrape_interval: `${INTERVAL_S}s`, evaluation_interval: `${INTERVAL_S}s` })
+config.rule_files = config.rule_files.map((file: string) => join(DIR, file))
+const job = config.scrape_configs.find((job: { job_name: string }) => job.job_name === 'plant-store')
+Object.assign(job, { scrape_timeout: `${INTERVAL_S}s`, static_configs: [{ targets }] })
+const dir = mkdtempSync(join(tmpdir(), 'plant-store-prometheus-'))
+t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+writeFileSync(join(dir, 'prometheus.yml'), stringify(config))
+const prometheus = `http://127.0.0.1:${await freePort()}`
+const flags = [`config.file=${join(dir, 'prometheus.yml')}`, `storage.tsdb.path=${join(dir, 'data')}`]
+flags.push(`web.listen-address=${prometheus.slice(7)}`, 'log.level=warn')
+const ready = async () => (await fetch(`${prometheus}/-/ready`).catch(() => undefined))?.status === 200
+await startDaemon(t, ['/usr/bin/prometheus', ...flags.map((flag) => `--${flag}`)], ready, { timeoutMs: 60_000 })
 
 t.test(
   `the database cut under load: ${ALERT} fires within its for: plus one evaluation interval of going pending, ` +

@@ -10,13 +10,7 @@ import { waitUntil } from './podman.ts'
 import { postPlant } from './post-plant.ts'
 
 /** One request and its answer: status 0 when none came within 15 s; times are `performance.now()`. */
-export interface Outcome {
-  readonly id: bigint
-  readonly status: number
-  readonly retryAfter: string | undefined
-  readonly sentAt: number
-  readonly answeredAt: number
-}
+export type Outcome = Readonly<{ id: bigint; status: number; retryAfter?: string; sentAt: number; answeredAt: number }>
 
 /** Requests a client sends per second at most: half the gateway's per-address rate, so none is 429. */
 const CLIENT_RATE = 50

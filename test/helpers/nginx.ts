@@ -82,7 +82,7 @@ export async function startGateway(t: TestContext, upstreams: ReadonlyArray<stri
 }
 
 /** Writes a self-signed certificate for `localhost` and 127.0.0.1 and its key, PEM, with `openssl`. */
-export async function selfSignedCertificate(cert: string, key: string): Promise<void> {
+export async function selfSignedCertificate(cert: string, key: string) {
   const args = 'req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost -addext'
   const names = 'subjectAltName=DNS:localhost,IP:127.0.0.1'
   await run('openssl', [...args.split(' '), names, '-keyout', key, '-out', cert], {
@@ -96,28 +96,28 @@ export function authorized(token: string): Record<string, string> {
 }
 
 /** A whole `POST` of `body` with `headers` to `path` (default {@link PLANTS}). */
-export function post(body: string, headers: Record<string, string>, path = PLANTS): string {
+export function post(body: string, headers: Record<string, string>, path = PLANTS) {
   return wholeRequest('POST', path, headers, body)
 }
 
 /** A whole `GET path`. */
-export function get(path: string): string {
+export function get(path: string) {
   return wholeRequest('GET', path)
 }
 
 /** Sends raw bytes to `gateway` (string parts as separate writes) from `localAddress`, and reads the response. */
-export async function send(gateway: Gateway, raw: string | string[], localAddress?: string): Promise<RawResponse> {
+export async function send(gateway: Gateway, raw: string | string[], localAddress?: string) {
   return exchange({ url: gateway.origin, ca: gateway.ca, localAddress }, raw)
 }
 
 /** A NewPlant JSON body of exactly `size` bytes. */
-export function bodyOf(size: number, id: number): string {
+export function bodyOf(size: number, id: number) {
   const head = `{"id":${id},"name":"`
   return `${head}${'n'.repeat(size - head.length - 2)}"}`
 }
 
 /** `response` has the `Error` body of `status` and the gateway's request id; with `declared`, declared for POST. */
-export function errorBody(t: Test, response: RawResponse, status: number, declared?: string): void {
+export function errorBody(t: Test, response: RawResponse, status: number, declared?: string) {
   assertErrorBody(t, response, status)
   t.match(response.headers['x-request-id'], /^[0-9a-f]{32}$/, "the gateway's request id")
   if (declared !== undefined) t.same(contractViolations(response), [], `${declared}: declared for POST /plants`)

@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { type ChildProcess, spawn } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
@@ -16,14 +16,14 @@ import { failure, lastLine, run } from './command.ts'
 import { freePort } from './machine.ts'
 
 /** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when missing or failing. */
-export async function podman(args: readonly string[], timeoutMs = 120_000): Promise<string> {
+export async function podman(args: readonly string[], timeoutMs = 120_000) {
   return (await run('podman', args, { timeoutMs, install: 'apt-get install podman' })).stdout.trim()
 }
 
 let built: Promise<string> | undefined
 
 /** `PLANT_STORE_IMAGE`, else the Dockerfile built once (with `PODMAN_BUILD_OPTIONS`). @returns the image's name. */
-export async function imageUnderTest(): Promise<string> {
+export async function imageUnderTest() {
   const { PODMAN_BUILD_OPTIONS = '', PLANT_STORE_IMAGE } = process.env
   const [tag, root] = ['localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))]
   const build = ['build', '--format=docker', ...PODMAN_BUILD_OPTIONS.split(/\s+/).filter(Boolean), '--tag', tag, root]
@@ -33,7 +33,7 @@ export async function imageUnderTest(): Promise<string> {
 const uniqueName = (what: string): string => `plant-store-test-${what}-${randomBytes(4).toString('hex')}`
 
 /** Creates a named volume, removed at teardown. @returns its name. */
-export async function createVolume(t: TestContext): Promise<string> {
+export async function createVolume(t: TestContext) {
   const name = uniqueName('data')
   await podman(['volume', 'create', name])
   t.teardown(() => podman(['volume', 'rm', '--force', name]))
@@ -74,7 +74,7 @@ export async function runContainer(t: TestContext, image: string, options: reado
 }
 
 /** Polls `probe` every 50 ms until it returns true. @throws after `timeoutMs`, or what the probe throws. */
-export async function waitUntil(what: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
+export async function waitUntil(what: string, timeoutMs: number, probe: () => Promise<boolean>) {
   const deadline = Date.now() + timeoutMs
   while (!(await probe())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`)
@@ -91,7 +91,7 @@ export async function startDaemon(
   [command, ...args]: readonly string[],
   ready: (stderr: string) => boolean | Promise<boolean>,
   { timeoutMs = 10_000, signal = 'SIGTERM' as NodeJS.Signals } = {},
-): Promise<ChildProcess> {
+) {
   const child = spawn(command!, args, { stdio: ['ignore', 'ignore', 'pipe'] })
   let stderr = ''
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()))
@@ -109,19 +109,19 @@ export async function startDaemon(
 }
 
 /** A bearer token of the RFC 6750 §2.1 alphabet, known only to this run. */
-export function randomToken(): string {
+export function randomToken() {
   return randomBytes(24).toString('base64url')
 }
 
 /** `podman run` options of a hardened deployment, the tokens from `tokensFile`. */
-export function hardened(tokensFile: string): string[] {
+export function hardened(tokensFile: string) {
   const secret = '/run/secrets/plant_store_tokens'
   const options = '--read-only --read-only-tmpfs=false --cap-drop=ALL --security-opt=no-new-privileges'.split(' ')
   return [...options, '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
 }
 
 /** Writes `token` to a secret file the image's user reads (removed at teardown). @returns its path. */
-export function tokensFile(t: TestContext, token: string): string {
+export function tokensFile(t: TestContext, token: string) {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
   writeFileSync(join(dir, 'tokens'), `${token}\n`, { mode: 0o444 })
@@ -129,7 +129,7 @@ export function tokensFile(t: TestContext, token: string): string {
 }
 
 /** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. */
-export async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
+async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
   const subnets = await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])
   const ipv4 = JSON.parse(subnets).find(({ subnet }: { subnet: string }) => subnet.includes('.'))
   if (ipv4 === undefined) throw new Error(`podman's default network has no IPv4 subnet: ${subnets}`)
@@ -141,7 +141,7 @@ export type Replica = Container & { readonly upstream: string; readonly address:
 
 /**
  * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's,
- * through a socat relay on the bridge's gateway address. @returns once all are live.
+ * through a socat relay on the bridge's gateway address, which they trust as a proxy. @returns once all are live.
  */
 export async function startReplicas(
   t: TestContext,
@@ -149,7 +149,7 @@ export async function startReplicas(
   count: number,
   token: string,
   env: Record<string, string>,
-): Promise<Replica[]> {
+) {
   const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
   const target = new URL(schema.url)
   // IP_FREEBIND (SOL_IP 0, option 15) before bind: the bridge's address exists only once a container is on it.
@@ -161,7 +161,7 @@ export async function startReplicas(
   Object.assign(target, { hostname: bridge.gateway, port: String(port) })
   const options = [
     ...hardened(tokensFile(t, token)),
-    ...envOptions({ DATABASE_URL: target.toString(), LOG_LEVEL: 'info', ...env }),
+    ...envOptions({ DATABASE_URL: target.toString(), LOG_LEVEL: 'info', TRUST_PROXY: bridge.gateway, ...env }),
   ]
   return Promise.all(
     Array.from({ length: count }, async () => {

@@ -188,7 +188,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const get = (port: number, path: string) =>
     fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(2000) })
   type Member = { name: string; role: string; lag?: unknown }
-  const members = async (): Promise<Member[]> => {
+  const members = async () => {
     for (const { restPort } of nodes) {
       const response = await get(restPort, '/cluster').catch(() => undefined)
       if (response?.ok) return ((await response.json()) as { members: Member[] }).members
@@ -222,7 +222,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
      * Waits until `patronictl list` (as the docs run it) shows `leader` as Leader and the other as Sync Standby,
      * running, with no lag (Patroni's API), and HAProxy routes to `leader` only. @throws after `timeoutMs`.
      */
-    async waitUntilHealthy(leader: Node, timeoutMs: number): Promise<void> {
+    async waitUntilHealthy(leader: Node, timeoutMs: number) {
       let last: unknown
       const patronictl = ['-c', join(HA_DIR, 'patroni-1.yml'), 'list', '--format', 'json']
       const probe = async () => {
@@ -252,7 +252,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       )
     },
     /** Runs `sql` as the application's role on `node` directly (not through HAProxy). */
-    async queryOn<Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]): Promise<Row[]> {
+    async queryOn<Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]) {
       const client = new pg.Client({ connectionString: url(node.pgPort) })
       await client.connect()
       return (await client.query<Row>(sql, values).finally(() => client.end())).rows

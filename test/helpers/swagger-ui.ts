@@ -4,7 +4,7 @@
  *
  * @module
  */
-import { existsSync, mkdirSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
 import { type Browser, chromium, type Page } from 'playwright-core'
 import type { Test } from 'tap'
@@ -16,7 +16,7 @@ import { type Gateway, GATEWAY_PREFIX, PLANTS } from './nginx.ts'
 export const CREATE_PLANT = '#operations-plants-createPlant'
 
 /** Starts headless Chromium, closed at teardown. @throws when it is not installed or does not start within 30 s. */
-export async function launchChromium(t: TestContext): Promise<Browser> {
+export async function launchChromium(t: TestContext) {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM} (apt-get install chromium)`)
   const disabled = 'gpu quic background-networking component-update sync'.split(' ').map((what) => `--disable-${what}`)
   const args = ['--headless', '--no-sandbox', '--no-first-run', ...disabled]
@@ -49,12 +49,12 @@ export async function openDocs(t: Test, browser: Browser, url: string) {
 }
 
 /** The page left the loopback host never, threw nothing, and broke no content security policy. */
-export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs>>['misdeeds']): void {
+export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs>>['misdeeds']) {
   t.same(misdeeds, { outside: [], pageErrors: [], cspViolations: [] }, 'nothing off the loopback host, no error')
 }
 
 /** Authorizes with `token` through the Authorize dialog (security scheme bearerAuth). */
-export async function authorize(page: Page, token: string): Promise<void> {
+export async function authorize(page: Page, token: string) {
   await page.locator('.scheme-container button.authorize').click()
   const dialog = page.locator('.modal-ux')
   await dialog.locator('.auth-container').filter({ hasText: 'bearerAuth' }).locator('input').fill(token)
@@ -81,23 +81,15 @@ export async function tryItOut(page: Page, body: object) {
 
 /** A NewPlant with a tag, as typed into Try it out. */
 type TriedPlant = { id: number; name: string; tag: string }
-const artifact = (name = '') => fileURLToPath(new URL(`../../artifacts/${name}`, import.meta.url))
 
 /** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot. */
-export async function createsPlant(
-  t: Test,
-  page: Page,
-  plant: TriedPlant,
-  requestUrl: string,
-  screenshot: string,
-): Promise<void> {
+export async function createsPlant(t: Test, page: Page, plant: TriedPlant, requestUrl: string, screenshot: string) {
   const result = await tryItOut(page, plant)
   t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
   t.equal(result.status, '200')
   t.strictSame(JSON.parse(result.body), { name: plant.name, tag: plant.tag }, 'the page shows the Plant')
-  mkdirSync(artifact(), { recursive: true })
   await page.locator(`${CREATE_PLANT} .live-responses-table`).scrollIntoViewIfNeeded()
-  await page.screenshot({ path: artifact(screenshot) })
+  await page.screenshot({ path: fileURLToPath(new URL(`../../artifacts/${screenshot}`, import.meta.url)) })
 }
 
 /** Swagger UI at `docsPath` through `gateway`, authorized, creates `plant`; every request has the prefix. */
@@ -106,7 +98,7 @@ export async function createsPlantThroughGateway(
   browser: Browser,
   gateway: Gateway,
   { docsPath, token, plant, screenshot }: { docsPath: string; token: string; plant: TriedPlant; screenshot: string },
-): Promise<void> {
+) {
   const logged = gateway.accessLog().length
   const { page, misdeeds } = await openDocs(t, browser, `${gateway.origin}${docsPath}`)
   await authorize(page, token)
