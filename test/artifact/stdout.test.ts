@@ -6,10 +6,10 @@ import { postPlant } from '../helpers/post-plant.ts'
 import { RUNS_ARTIFACT, startService } from '../helpers/process.ts'
 
 t.test('a request line reaches stdout while the service runs, and the shutdown lines before it exits', async (t) => {
-  t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT, as npm run test:artifact sets it)')
+  t.ok(RUNS_ARTIFACT, 'runs the built artifact (TEST_SERVICE_SCRIPT)')
   const service = await startService(t, {
     PLANT_STORE_TOKENS: TOKEN,
-    DATA_DIR: join(t.testdir(), 'data'),
+    DATA_DIR: join(t.testdir(), 'd'),
     NODE_ENV: 'test',
   })
   const created = await postPlant(service.url, { id: 1, name: 'Ficus' })

@@ -1,7 +1,5 @@
 /**
- * Reading the contract (service/contract.ts): integers as JS numbers for glue and as
- * bigints, digit for digit, for the documentation; a file that is not YAML refused with
- * the parser’s error; the methods of its operations (what CORS allows).
+ * service/contract.ts: integers as numbers for glue and as exact bigints for the docs; not YAML refused; the methods.
  *
  * @module
  */
