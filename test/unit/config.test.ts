@@ -23,12 +23,12 @@ const A = 'token-a-Xq7mR2vL9pW4zK8sT3nB6cJ1hF5gD0y'
 const B = 'token-b-Hn4tQ8wE2rY6uI0oP3aS7dF1gJ5kL9z'
 const C = 'token-c-Vb3nM7qW1eR5tY9uI2oP6aS0dF4gH8j'
 
-/** The ConfigError `loadConfig(env)` throws. */
-function configError(env: NodeJS.ProcessEnv): ConfigError {
+/** The message of the ConfigError `loadConfig(env)` throws. */
+function refusal(env: NodeJS.ProcessEnv): string {
   try {
     loadConfig(env)
   } catch (error) {
-    if (error instanceof ConfigError) return error
+    if (error instanceof ConfigError) return error.message
     throw error
   }
   throw new Error('loadConfig did not throw')
@@ -77,7 +77,7 @@ t.test(
       tokenGenerated: false,
     })
     for (const path of [join(dir, 'missing'), dir])
-      t.match(configError({ PLANT_STORE_TOKENS_FILE: path }).message, /PLANT_STORE_TOKENS_FILE cannot be read/)
+      t.match(refusal({ PLANT_STORE_TOKENS_FILE: path }), /PLANT_STORE_TOKENS_FILE cannot be read/)
     const random = (bytes: number, encoding: BufferEncoding) => randomBytes(bytes).toString(encoding)
     for (const token of [random(24, 'base64url'), random(32, 'base64'), random(16, 'hex')])
       t.strictSame(loadConfig({ PLANT_STORE_TOKENS: token }).tokens, [token], 'a random token of 32 characters')
@@ -99,14 +99,14 @@ t.test('a weak or malformed token is a ConfigError that does not echo it', async
     ['of 16 characters twice', '0123456789abcdef'.repeat(2)],
     ['with 8 random characters twice', `k3J9xQ2mV7pLwR5tY8uZ${'Hn4tQ8wE'.repeat(2)}`],
   ]) {
-    const { message } = configError({ PLANT_STORE_TOKENS: `${A},${token}` })
+    const message = refusal({ PLANT_STORE_TOKENS: `${A},${token}` })
     t.match(
       message,
       /token #2 is malformed or guessable; a token must be at least 32 characters .* 128 bits or more/,
       what,
     )
     const file = join(t.testdir({ tokens: `${token}\n` }), 'tokens')
-    t.notMatch(message + configError({ PLANT_STORE_TOKENS_FILE: file }).message, token)
+    t.notMatch(message + refusal({ PLANT_STORE_TOKENS_FILE: file }), token)
   }
 })
 
@@ -114,7 +114,7 @@ t.test(
   'production without a token refuses to start; development and test generate a random token per call',
   async (t) => {
     for (const env of [{ NODE_ENV: 'production' }, { NODE_ENV: 'production', PLANT_STORE_TOKENS: ' , ' }])
-      t.match(configError(env).message, /^Refusing to start/)
+      t.match(refusal(env), /^Refusing to start/)
     for (const environment of ['development', 'test']) {
       const first = loadConfig({ NODE_ENV: environment })
       t.equal(first.tokenGenerated, true)
@@ -127,7 +127,7 @@ t.test(
 
 t.test('invalid variables are each named with what is wrong, as Ajv words it', async (t) => {
   t.equal(
-    configError({ PORT: '70000', LOG_LEVEL: 'loud' }).message,
+    refusal({ PORT: '70000', LOG_LEVEL: 'loud' }),
     'Invalid configuration: env/PORT must be <= 65535, env/LOG_LEVEL must be equal to one of the allowed values',
   )
   const invalid =
@@ -136,11 +136,11 @@ t.test('invalid variables are each named with what is wrong, as Ajv words it', a
     'AUTH_FAILURE_LIMIT_WINDOW_MS=999 AUTH_FAILURE_LIMIT_WINDOW_MS=86400001 OTEL_EXPORTER_OTLP_ENDPOINT=collector:4317'
   for (const setting of invalid.split(' ')) {
     const [variable = '', value] = setting.split('=')
-    const { message } = configError({ [variable]: value, PLANT_STORE_TOKENS: A })
+    const message = refusal({ [variable]: value, PLANT_STORE_TOKENS: A })
     t.match(message, new RegExp(`^Invalid configuration: .*\\b${variable}\\b`), setting)
   }
   t.match(
-    configError({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }).message,
+    refusal({ SHUTDOWN_DRAIN_DELAY_MS: '5000', SHUTDOWN_GRACE_MS: '5000' }),
     /SHUTDOWN_DRAIN_DELAY_MS must be shorter than SHUTDOWN_GRACE_MS/,
   )
 })
@@ -152,13 +152,10 @@ t.test(
     t.equal(loadConfig({ DATABASE_URL: url }).databaseUrl, url)
     const dir = t.testdir({ url: `${other}\n`, wrong: `${wrong}\n` })
     t.equal(loadConfig({ DATABASE_URL_FILE: join(dir, 'url') }).databaseUrl, other)
-    const errors = [configError({ DATABASE_URL: wrong }), configError({ DATABASE_URL_FILE: join(dir, 'wrong') })]
-    t.match(errors, [{ message: /DATABASE_URL/ }, { message: /DATABASE_URL_FILE must contain a postgres:\/\/ URL/ }])
-    for (const error of errors) t.notMatch(error.message, 'secret')
-    t.match(
-      configError({ DATABASE_URL_FILE: join(dir, 'missing') }).message,
-      /DATABASE_URL_FILE cannot be read \(ENOENT\)/,
-    )
+    const errors = [refusal({ DATABASE_URL: wrong }), refusal({ DATABASE_URL_FILE: join(dir, 'wrong') })]
+    t.match(errors, [/DATABASE_URL/, /DATABASE_URL_FILE must contain a postgres:\/\/ URL/])
+    for (const message of errors) t.notMatch(message, 'secret')
+    t.match(refusal({ DATABASE_URL_FILE: join(dir, 'missing') }), /DATABASE_URL_FILE cannot be read \(ENOENT\)/)
   },
 )
 
@@ -179,10 +176,10 @@ t.test(
       'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 ' +
       '10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
     for (const value of [' , ', ...invalid.split(' ')])
-      t.match(configError({ TRUST_PROXY: value }).message, /^Invalid configuration: TRUST_PROXY must be/, value)
+      t.match(refusal({ TRUST_PROXY: value }), /^Invalid configuration: TRUST_PROXY must be/, value)
     const production = { NODE_ENV: 'production', PLANT_STORE_TOKENS: A }
     for (const TRUST_PROXY of ['true', '0.0.0.0/0', '10.0.0.1,::/0'])
-      t.match(configError({ ...production, TRUST_PROXY }).message, /^Refusing to start: TRUST_PROXY trusts every/)
+      t.match(refusal({ ...production, TRUST_PROXY }), /^Refusing to start: TRUST_PROXY trusts every/)
     t.strictSame(loadConfig({ ...production, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
   },
 )
