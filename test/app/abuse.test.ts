@@ -54,7 +54,10 @@ async function open(t: Test, url: string, localAddress?: string): Promise<Socket
   return socket
 }
 
-const AUTHORIZED = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
+const BODY = '{"id":1,"name":"Ficus"}'
+/** The head of an authorized POST /plants of BODY, `headers` over its own. */
+const postHead = (headers: Record<string, string> = {}) =>
+  `${requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json', 'Content-Length': String(BODY.length), ...headers })}\r\n`
 
 t.test(
   'an error answer to a request no operation accepted, or whose body is unread, ends the connection (RFC 9112 §9.6)',
@@ -63,14 +66,10 @@ t.test(
     const cases: Array<[string, string, number]> = [
       ['an unknown path', `${requestHead('GET', '/nothing')}\r\n`, 404],
       ['a method /plants has no operation for', `${requestHead(otherMethod('/plants'), '/plants')}\r\n`, 405],
-      [
-        'a wrong token, its body dripping',
-        `${requestHead('POST', '/plants', { Authorization: 'Bearer wrong', 'Content-Type': 'application/json', 'Content-Length': '100' })}\r\n{`,
-        401,
-      ],
+      ['a wrong token, its body dripping', `${postHead({ Authorization: 'Bearer x', 'Content-Length': '100' })}{`, 401],
       [
         'another media type, its body unread',
-        `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Type': 'text/plain', 'Content-Length': '100' })}\r\n{`,
+        `${postHead({ 'Content-Type': 'text/plain', 'Content-Length': '99' })}{`,
         415,
       ],
     ]
@@ -79,12 +78,7 @@ t.test(
       t.match(received, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), what)
       t.ok(closed, `${what}: closed`)
     }
-    const body = '{"id":1,"name":"Ficus"}'
-    const kept = await until(
-      await open(t, url),
-      `${requestHead('POST', '/plants', { ...AUTHORIZED, 'Content-Length': String(body.length) })}\r\n${body}`,
-      (received) => received.endsWith('}'),
-    )
+    const kept = await until(await open(t, url), postHead() + BODY, (received) => received.endsWith('}'))
     t.match(kept.received, /^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i, 'a create keeps its connection')
     t.notOk(kept.closed)
   },
@@ -123,15 +117,13 @@ t.test(
 
 t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9110 §10.1.1)', async (t) => {
   const { url } = await listen(t)
-  const body = '{"id":1,"name":"Ficus"}'
-  const head = (headers: Record<string, string>) =>
-    `${requestHead('POST', '/plants', { ...headers, 'Content-Type': 'application/json', Expect: '100-continue', 'Content-Length': String(body.length) })}\r\n`
+  const head = (headers = {}) => postHead({ ...headers, Expect: '100-continue' })
   const { received } = await until(await open(t, url), head({ Authorization: 'Bearer wrong' }), () => false)
   t.match(received, /^HTTP\/1\.1 401 /, 'without a valid token: 401, never 100')
   const invited = await open(t, url)
-  const interim = await until(invited, head({ Authorization: `Bearer ${TOKEN}` }), (text) => text.includes('\r\n\r\n'))
+  const interim = await until(invited, head(), (text) => text.includes('\r\n\r\n'))
   t.match(interim.received, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, 'with one: 100 Continue, before the body is sent')
-  const final = await until(invited, body, (text) => text.endsWith('}'))
+  const final = await until(invited, BODY, (text) => text.endsWith('}'))
   t.match(final.received, /HTTP\/1\.1 200 /, 'then 200 for the body')
 })
 
