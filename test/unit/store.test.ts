@@ -3,6 +3,7 @@
  * StoreUnavailableError; the embedded store's worker (locks waited for there; a crash an outage); migrations.
  */
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Worker } from 'node:worker_threads'
 import SQLite from 'better-sqlite3'
 import { Kysely, sql } from 'kysely'
@@ -28,6 +29,9 @@ function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
   t.teardown(() => store.close())
   return store
 }
+
+/** A rejection's reason, as the value. */
+const caught = (error: unknown) => error
 
 /** An Error of `message`, with `code` if given. */
 const error = (message: string, code?: string | number) =>
@@ -124,7 +128,7 @@ t.test(
       .insertInto('plant')
       .values({ id: 1n, name: 'locked out', tag: null })
       .execute()
-      .catch((error: unknown) => error)
+      .catch(caught)
     const waited = Date.now() - started
     clearInterval(timer)
     holder.exec('rollback')
@@ -134,7 +138,7 @@ t.test(
     t.ok(store.isUnavailable(error))
     t.ok(waited >= BUSY_TIMEOUT_MS - 100, `waited for the lock (${waited} ms)`)
     t.ok(ticks >= BUSY_TIMEOUT_MS / 10 / 4, `the event loop turned (${ticks} ticks of 10 ms)`)
-    const other = await sql`select * from nowhere`.execute(store.db).catch((error: unknown) => error)
+    const other = await sql`select * from nowhere`.execute(store.db).catch(caught)
     t.notOk(other instanceof StoreUnavailableError, "the query's own error is left as it is")
     t.match(other, { message: 'no such table: nowhere', code: 'SQLITE_ERROR' })
     t.match(
@@ -147,7 +151,7 @@ t.test(
 
 t.test('PostgreSQL: a server that cannot be reached rejects any query with StoreUnavailableError', async (t) => {
   const store = opened(t, t.testdir(), 'postgres://nobody@127.0.0.1:1/none')
-  const error = await sql`select 1`.execute(store.db).catch((error: unknown) => error)
+  const error = await sql`select 1`.execute(store.db).catch(caught)
   t.type(error, StoreUnavailableError)
   t.match(error, { message: /^The store is unavailable \(.*ECONNREFUSED/, cause: { code: 'ECONNREFUSED' } })
   t.ok(store.isUnavailable(error))
@@ -170,7 +174,7 @@ t.test(
       onWorkerGone: (error) => gone.push(error),
     })
     const silent = sql`select 1`.execute(db)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+    await sleep(50)
     await started[0]!.terminate()
     await t.rejects(silent, { name: 'StoreUnavailableError', message: "The store's worker stopped" })
     await t.rejects(sql`select 1`.execute(db), { name: 'StoreUnavailableError', cause: { message: 'boom' } })
@@ -234,7 +238,7 @@ t.test(
       await insert(trx, 1n)
       // Queued behind the transaction: it sees the committed row, not a half-done one.
       outside = ids()
-      await new Promise((resolve) => setTimeout(resolve, 20))
+      await sleep(20)
       await insert(trx, 2n)
     })
     t.same(await outside, [1n, 2n], 'a query issued mid-transaction ran after it')
@@ -244,7 +248,7 @@ t.test(
         await insert(trx, 3n)
         // A create's batch meanwhile: it must not join the transaction, or its rollback would drop it.
         batch = new PlantRepository(store).saveAll([{ id: 4n, name: 'plant 4', tag: null }])
-        await new Promise((resolve) => setTimeout(resolve, 20))
+        await sleep(20)
         throw new Error('changed my mind')
       }),
       { message: 'changed my mind' },
