@@ -31,21 +31,15 @@ const PAGE = 'docs/adding-an-operation.md'
 /** Not copied: installed, built or written by runs. */
 const NOT_COPIED = new Set(['node_modules', '.git', '.tap', 'dist', 'artifacts', 'coverage', 'tsconfig.check.json'])
 
-/** A block of the page: a new file, or at the end of `place` (`class <Name>`, or `paths`). */
-interface Block {
-  readonly file: string
-  readonly place: string | undefined
-  readonly text: string
-}
-
-/** The blocks of `markdown` whose info string names a file. */
-function placedBlocks(markdown: string): Block[] {
-  return [...markdown.matchAll(/^```\w+ (\S+)(?: end of (.+))?\n([\s\S]*?)^```$/gm)].map(([, file, place, text]) => ({
+/** The blocks of `markdown` that go in a file: a new one, or at the end of `place` (`class <Name>`, or `paths`). */
+function placedBlocks(markdown: string) {
+  return [...markdown.matchAll(/^```\w+ (\S+)(?: end of (.+))?\n([\s\S]*?)\n^```$/gm)].map(([, file, place, text]) => ({
     file: file!,
     place,
     text: text!,
   }))
 }
+type Block = ReturnType<typeof placedBlocks>[number]
 
 /** The paths the page's list under "The files that change" names. */
 function listedFiles(markdown: string): string[] {
@@ -68,7 +62,7 @@ function placedInPaths(text: string, block: Block): string {
     const start = lines.indexOf('paths:')
     const end = lines.findIndex((line, i) => i > start && /^[^\s#]/.test(line))
     if (start < 0) throw new Error('it has no top-level paths')
-    lines.splice(end < 0 ? lines.length : end, 0, ...block.text.replace(/\n$/, '').split('\n'))
+    lines.splice(end < 0 ? lines.length : end, 0, ...block.text.split('\n'))
     return lines.join('\n')
   }
   for (const { path, method, operation } of missing) document.setIn(['paths', path, method], operation)
@@ -84,7 +78,7 @@ function placedInClass(text: string, block: Block, name: string): string {
   const member = /^ {2}(?:async )?(\w+)\(/m.exec(block.text)?.[1]
   if (member === undefined) throw new Error('the block declares no method')
   if (lines.slice(start, end).some((line) => new RegExp(`^ {2}(?:async )?${member}\\(`).test(line))) return text
-  lines.splice(end, 0, '', ...block.text.replace(/\n$/, '').split('\n'))
+  lines.splice(end, 0, '', ...block.text.split('\n'))
   return lines.join('\n')
 }
 
@@ -95,7 +89,7 @@ function place(copy: string, block: Block): boolean {
     if (block.place === undefined) {
       if (existsSync(path)) return false
       mkdirSync(dirname(path), { recursive: true })
-      writeFileSync(path, block.text)
+      writeFileSync(path, `${block.text}\n`)
       return true
     }
     const text = readFileSync(path, 'utf8')
@@ -169,11 +163,8 @@ t.test(
       'service/store/plant-repository.ts',
       'test/app/get-plant.test.ts',
     ])
-    t.match(
-      readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8'),
-      /\n {4}getPlant: \{/,
-      'npm run generate: operations.getPlant',
-    )
+    const generated = readFileSync(join(copy, 'service/generated/openapi.ts'), 'utf8')
+    t.match(generated, /\n {4}getPlant: \{/, 'npm run generate: operations.getPlant')
     const changed = files(copy).filter((file) => !before.get(file)?.equals(readFileSync(join(copy, file))))
     t.strictSame(
       changed.filter((file) => !listed.includes(file)),
