@@ -39,7 +39,7 @@ t.test(
 )
 
 t.test(
-  'the scheme name is case-insensitive; every configured token is accepted; one no longer configured is refused',
+  'the scheme is case-insensitive; every configured token accepted; one no longer configured refused',
   async (t) => {
     const send = async (to: typeof app, authorization: string) =>
       postPlant(to, PLANT, { t, headers: sentWith(authorization) })
@@ -51,7 +51,7 @@ t.test(
   },
 )
 
-t.test('authentication comes before the body: an unauthenticated request is 401 whatever its body', async (t) => {
+t.test('an unauthenticated request is 401 whatever its body', async (t) => {
   for (const [what, headers, payload] of [
     ['an invalid NewPlant (not 400)', {}, '{"id":"x"}'],
     ['malformed JSON (not 400)', {}, '{"id":'],

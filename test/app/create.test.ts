@@ -35,22 +35,19 @@ async function storedRows(id: string): Promise<Row[]> {
   return rows as Row[]
 }
 
-t.test(
-  'the same id with identical content is an idempotent replay: 200 with the stored Plant, stored once',
-  async (t) => {
-    for (const body of [
-      { id: 4, name: 'Pilea', tag: 'indoor' },
-      { tag: 'indoor', name: 'Pilea', id: 4 },
-      '{"id":4,"name":"Pilea","tag":"indoor"}',
-    ]) {
-      const response = await postPlant(app, body, { t })
-      t.strictSame([response.statusCode, response.json()], [200, { name: 'Pilea', tag: 'indoor' }])
-    }
-    t.strictSame(await storedRows('4'), [{ id: '4', name: 'Pilea', tag: 'indoor' }])
-  },
-)
+t.test('the same id and content is a replay: 200 with the stored Plant, stored once', async (t) => {
+  for (const body of [
+    { id: 4, name: 'Pilea', tag: 'indoor' },
+    { tag: 'indoor', name: 'Pilea', id: 4 },
+    '{"id":4,"name":"Pilea","tag":"indoor"}',
+  ]) {
+    const response = await postPlant(app, body, { t })
+    t.strictSame([response.statusCode, response.json()], [200, { name: 'Pilea', tag: 'indoor' }])
+  }
+  t.strictSame(await storedRows('4'), [{ id: '4', name: 'Pilea', tag: 'indoor' }])
+})
 
-t.test('the same id with other content is a conflict (409 naming the id); the stored plant is kept', async (t) => {
+t.test('the same id with other content is 409 naming the id; the stored plant is kept', async (t) => {
   const conflicts: Array<[string, { name: string; tag?: string }, { name: string; tag?: string }]> = [
     ['a different name', { name: 'Pilea', tag: 'indoor' }, { name: 'Peperomia', tag: 'indoor' }],
     ['a different tag', { name: 'Pilea', tag: 'indoor' }, { name: 'Pilea', tag: 'outdoor' }],
@@ -70,43 +67,37 @@ t.test('the same id with other content is a conflict (409 naming the id); the st
   }
 })
 
-t.test(
-  '20 concurrent creates of one id: identical ones all 200; different ones one 200 and 19 conflicts; stored once',
-  async (t) => {
-    const identical = await Promise.all(
-      Array.from({ length: 20 }, () => postPlant(app, { id: 6, name: 'Calathea', tag: 'indoor' }, { t })),
-    )
-    t.strictSame(new Set(identical.map((response) => response.statusCode)), new Set([200]))
-    t.strictSame(await storedRows('6'), [{ id: '6', name: 'Calathea', tag: 'indoor' }])
-    const names = Array.from({ length: 20 }, (_, index) => `Fern ${index}`)
-    const answers = await Promise.all(names.map((name) => postPlant(app, { id: 7, name }, { t })))
-    const statuses = answers.map((response) => response.statusCode)
-    t.strictSame([...statuses].sort(), [200, ...Array(19).fill(409)], 'one 200, nineteen 409')
-    const winner = names[statuses.indexOf(200)]!
-    t.strictSame(await storedRows('7'), [{ id: '7', name: winner, tag: null }])
-    t.equal((await postPlant(app, { id: 7, name: winner }, { t })).statusCode, 200, 'the winner replays')
-  },
-)
+t.test('20 concurrent creates of one id: identical ones all 200; different ones one 200 and 19 409s', async (t) => {
+  const identical = await Promise.all(
+    Array.from({ length: 20 }, () => postPlant(app, { id: 6, name: 'Calathea', tag: 'indoor' }, { t })),
+  )
+  t.strictSame(new Set(identical.map((response) => response.statusCode)), new Set([200]))
+  t.strictSame(await storedRows('6'), [{ id: '6', name: 'Calathea', tag: 'indoor' }])
+  const names = Array.from({ length: 20 }, (_, index) => `Fern ${index}`)
+  const answers = await Promise.all(names.map((name) => postPlant(app, { id: 7, name }, { t })))
+  const statuses = answers.map((response) => response.statusCode)
+  t.strictSame([...statuses].sort(), [200, ...Array(19).fill(409)], 'one 200, nineteen 409')
+  const winner = names[statuses.indexOf(200)]!
+  t.strictSame(await storedRows('7'), [{ id: '7', name: winner, tag: null }])
+  t.equal((await postPlant(app, { id: 7, name: winner }, { t })).statusCode, 200, 'the winner replays')
+})
 
-t.test(
-  'ids are exact over the whole int64 range: 2^53 + 1 and 2^53 are two plants, the bounds are stored exactly',
-  async (t) => {
-    const ids = [
-      '9007199254740993',
-      '9007199254740992',
-      '-9223372036854775808',
-      '9223372036854775807',
-      '9223372036854775806',
-    ]
-    for (const id of ids)
-      t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id}: no conflict`)
-    for (const id of ids) {
-      t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} replayed`)
-      t.equal((await postPlant(app, `{"id":${id},"name":"other"}`, { t })).statusCode, 409, `${id} conflicts`)
-      t.strictSame(await storedRows(id), [{ id, name: `n${id}`, tag: null }])
-    }
-  },
-)
+t.test('ids are exact over int64: 2^53 + 1 and 2^53 are two plants, the bounds stored exactly', async (t) => {
+  const ids = [
+    '9007199254740993',
+    '9007199254740992',
+    '-9223372036854775808',
+    '9223372036854775807',
+    '9223372036854775806',
+  ]
+  for (const id of ids)
+    t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id}: no conflict`)
+  for (const id of ids) {
+    t.equal((await postPlant(app, `{"id":${id},"name":"n${id}"}`, { t })).statusCode, 200, `${id} replayed`)
+    t.equal((await postPlant(app, `{"id":${id},"name":"other"}`, { t })).statusCode, 409, `${id} conflicts`)
+    t.strictSame(await storedRows(id), [{ id, name: `n${id}`, tag: null }])
+  }
+})
 
 t.test('an id that is not a signed 64-bit integer is 400 naming id', async (t) => {
   for (const id of [

@@ -24,32 +24,29 @@ t.test(
   },
 )
 
-t.test(
-  'metrics: request count and latency by route and status, outcomes, store latency, process metrics; no plant data',
-  async (t) => {
-    const app = await build(t)
-    for (const name of ['Secret Orchid', 'Secret Orchid', 'Other Orchid']) await postPlant(app, { id: 1, name })
-    await app.inject({ url: '/nowhere' })
-    const metrics = await app.inject({ url: '/metrics' })
-    t.match(metrics, { statusCode: 200, headers: { 'content-type': /^text\/plain; version=0\.0\.4/ } })
-    const text = metrics.body
-    for (const series of [
-      'http_request_duration_seconds_count{method="POST",route="/plants",status_code="200"} 2',
-      'http_request_duration_seconds_count{method="POST",route="/plants",status_code="409"} 1',
-      'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"} 1',
-      ...['created', 'replayed', 'conflict'].map((outcome) => `plant_store_creates_total{outcome="${outcome}"} 1`),
-      'plant_store_store_transaction_seconds_count{result="ok"} 3',
-      'plant_store_group_commit_batch_size_count 3',
-      'process_cpu_user_seconds_total',
-      'nodejs_eventloop_lag_seconds',
-    ])
-      t.ok(text.includes(series), series)
-    t.notMatch(text, /Orchid/, 'no plant data')
-  },
-)
+t.test('metrics: requests by route and status, outcomes, store latency, process metrics; no plant data', async (t) => {
+  const app = await build(t)
+  for (const name of ['Secret Orchid', 'Secret Orchid', 'Other Orchid']) await postPlant(app, { id: 1, name })
+  await app.inject({ url: '/nowhere' })
+  const metrics = await app.inject({ url: '/metrics' })
+  t.match(metrics, { statusCode: 200, headers: { 'content-type': /^text\/plain; version=0\.0\.4/ } })
+  const text = metrics.body
+  for (const series of [
+    'http_request_duration_seconds_count{method="POST",route="/plants",status_code="200"} 2',
+    'http_request_duration_seconds_count{method="POST",route="/plants",status_code="409"} 1',
+    'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"} 1',
+    ...['created', 'replayed', 'conflict'].map((outcome) => `plant_store_creates_total{outcome="${outcome}"} 1`),
+    'plant_store_store_transaction_seconds_count{result="ok"} 3',
+    'plant_store_group_commit_batch_size_count 3',
+    'process_cpu_user_seconds_total',
+    'nodejs_eventloop_lag_seconds',
+  ])
+    t.ok(text.includes(series), series)
+  t.notMatch(text, /Orchid/, 'no plant data')
+})
 
 t.test(
-  'request id: a well-formed X-Request-Id is kept, returned, and on every log line of its request; else a new UUID',
+  'a well-formed X-Request-Id is kept, returned and on each log line of its request; else a new UUID',
   async (t) => {
     const { stream, lines } = logSink()
     const app = await build(t, {}, { level: 'info', stream })
@@ -73,18 +70,15 @@ t.test(
   },
 )
 
-t.test(
-  'X-Forwarded-For is believed only from the addresses TRUST_PROXY lists (true and false: protection.test.ts)',
-  async (t) => {
-    for (const [trustProxy, expected] of [
-      [['127.0.0.1'], '203.0.113.7'],
-      [['10.0.0.0/8'], '127.0.0.1'],
-    ] as const) {
-      const { stream, lines } = logSink()
-      const app = await build(t, { trustProxy: [...trustProxy] }, { level: 'info', stream })
-      await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
-      const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
-      t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
-    }
-  },
-)
+t.test('X-Forwarded-For is believed only from the addresses TRUST_PROXY lists', async (t) => {
+  for (const [trustProxy, expected] of [
+    [['127.0.0.1'], '203.0.113.7'],
+    [['10.0.0.0/8'], '127.0.0.1'],
+  ] as const) {
+    const { stream, lines } = logSink()
+    const app = await build(t, { trustProxy: [...trustProxy] }, { level: 'info', stream })
+    await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
+    const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
+    t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)
+  }
+})

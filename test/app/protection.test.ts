@@ -44,26 +44,23 @@ const loggedAddresses = (lines: Array<Record<string, unknown>>) =>
     .filter((line) => line.msg === 'request completed')
     .map((line) => (line.req as { remoteAddress: string }).remoteAddress)
 
-t.test(
-  'each token has its own budget; past it, 429 with Retry-After and the Error body; authentication comes first',
-  async (t) => {
-    const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
-    const first = await send(app, from('192.0.2.1', TOKEN))
-    t.match(first, { statusCode: 200, headers: { 'x-ratelimit-remaining': undefined } }, 'no budget headers')
-    t.equal((await send(app, from('192.0.2.1', TOKEN))).statusCode, 200)
-    const limited = await send(app, from('192.0.2.1', TOKEN))
-    t.equal(limited.statusCode, 429)
-    t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
-    t.same(
-      await statuses(app, [from('192.0.2.1', OTHER_TOKEN), from('192.0.2.1', 'not-a-valid-token-at-all')]),
-      [200, 401],
-      'another token is not limited; a wrong one is 401',
-    )
-  },
-)
+t.test('each token has its own budget; past it, 429 with Retry-After; authentication comes first', async (t) => {
+  const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
+  const first = await send(app, from('192.0.2.1', TOKEN))
+  t.match(first, { statusCode: 200, headers: { 'x-ratelimit-remaining': undefined } }, 'no budget headers')
+  t.equal((await send(app, from('192.0.2.1', TOKEN))).statusCode, 200)
+  const limited = await send(app, from('192.0.2.1', TOKEN))
+  t.equal(limited.statusCode, 429)
+  t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
+  t.same(
+    await statuses(app, [from('192.0.2.1', OTHER_TOKEN), from('192.0.2.1', 'not-a-valid-token-at-all')]),
+    [200, 401],
+    'another token is not limited; a wrong one is 401',
+  )
+})
 
 t.test(
-  'failed authentications per address: past the budget 429 with Retry-After, no challenge; a valid token never refused',
+  'failed authentications per address: past the budget 429, no challenge; a valid token never refused',
   async (t) => {
     const app = await build(t, { authFailureLimitMax: 3, authFailureLimitWindowMs: 60000, rateLimitMax: 3 })
     const at7 = (token: string | undefined) => from('198.51.100.7', token)
@@ -113,7 +110,7 @@ t.test('a flood of new addresses does not reset the count of a known offender', 
 })
 
 t.test(
-  'behind a trusted gateway the forwarded address is the key unless not an IP; untrusted, all clients are the gateway',
+  'behind a trusted gateway the forwarded address is the key if an IP; untrusted, all clients are the gateway',
   async (t) => {
     const gateway = '10.0.0.2'
     const via = (forwarded: string, token = WRONG) => from(gateway, token, forwarded)
@@ -217,51 +214,45 @@ function stall(ms: number): void {
   for (const until = performance.now() + ms; performance.now() < until;);
 }
 
-t.test(
-  'under event-loop pressure: 503 with Retry-After and the Error body; liveness and metrics still answer',
-  async (t) => {
-    const app = await build(t, { loadShedMaxEventLoopDelayMs: 1 })
-    let shed
-    // A deadline, not a count: the first two seconds after ready are not read as overload.
-    for (let attempt = 0, deadline = Date.now() + 30000; shed === undefined && Date.now() < deadline; attempt++) {
-      stall(60)
-      await new Promise((resolve) => setTimeout(resolve, 20))
-      const response = await postPlant(app, { id: attempt, name: 'x' })
-      if (response.statusCode === 503) shed = response
-    }
-    t.match(shed, { headers: { 'retry-after': '1' } }, 'a request was shed')
-    t.same(shed!.json(), { error: 503, message: 'The service is overloaded; retry later' })
-    t.same(contractViolations(shed!), [])
+t.test('under event-loop pressure: 503 with Retry-After; liveness and metrics still answer', async (t) => {
+  const app = await build(t, { loadShedMaxEventLoopDelayMs: 1 })
+  let shed
+  // A deadline, not a count: the first two seconds after ready are not read as overload.
+  for (let attempt = 0, deadline = Date.now() + 30000; shed === undefined && Date.now() < deadline; attempt++) {
     stall(60)
-    t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
-    stall(60)
-    const metrics = await app.inject({ url: '/metrics' })
-    t.match(metrics, {
-      statusCode: 200,
-      body: /^http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="503"\} \d+$/m,
-    })
-  },
-)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    const response = await postPlant(app, { id: attempt, name: 'x' })
+    if (response.statusCode === 503) shed = response
+  }
+  t.match(shed, { headers: { 'retry-after': '1' } }, 'a request was shed')
+  t.same(shed!.json(), { error: 503, message: 'The service is overloaded; retry later' })
+  t.same(contractViolations(shed!), [])
+  stall(60)
+  t.equal((await app.inject({ url: '/health/live' })).statusCode, 200)
+  stall(60)
+  const metrics = await app.inject({ url: '/metrics' })
+  t.match(metrics, {
+    statusCode: 200,
+    body: /^http_request_duration_seconds_count\{method="POST",route="\/plants",status_code="503"\} \d+$/m,
+  })
+})
 
-t.test(
-  'a stall while the service starts is not overload: the first request after a slow start is served',
-  async (t) => {
-    const threshold = loadConfig({}).loadShedMaxEventLoopDelayMs
-    // createApp reads this setting twice, the second time after load shedding is registered: that read stalls.
-    const base = testConfig({ loadShedMaxEventLoopDelayMs: threshold })
-    let reads = 0
-    const app = await createApp({
-      ...base,
-      ...(await freshStore(t)),
-      get groupCommitMaxBatch() {
-        if (reads++ > 0) stall(3000)
-        return base.groupCommitMaxBatch
-      },
-    })
-    t.teardown(() => app.close())
-    t.equal((await postPlant(app, { id: 1, name: 'x' })).statusCode, 200)
-  },
-)
+t.test('a stall while the service starts is not overload: the first request is served', async (t) => {
+  const threshold = loadConfig({}).loadShedMaxEventLoopDelayMs
+  // createApp reads this setting twice, the second time after load shedding is registered: that read stalls.
+  const base = testConfig({ loadShedMaxEventLoopDelayMs: threshold })
+  let reads = 0
+  const app = await createApp({
+    ...base,
+    ...(await freshStore(t)),
+    get groupCommitMaxBatch() {
+      if (reads++ > 0) stall(3000)
+      return base.groupCommitMaxBatch
+    },
+  })
+  t.teardown(() => app.close())
+  t.equal((await postPlant(app, { id: 1, name: 'x' })).statusCode, 200)
+})
 
 t.test('security headers on every response, with a policy Swagger UI works under', async (t) => {
   const app = await build(t)
@@ -280,29 +271,26 @@ t.test('security headers on every response, with a policy Swagger UI works under
   t.equal(rejected.headers['x-content-type-options'], 'nosniff', 'errors of the operation too')
 })
 
-t.test(
-  'CORS: off by default (a preflight is 405); for configured origins, preflight and actual requests',
-  async (t) => {
-    const origin = 'https://ui.example'
-    const request = {
-      'access-control-request-method': 'POST',
-      'access-control-request-headers': 'authorization,content-type',
-    }
-    const preflight = { method: 'OPTIONS', url: '/plants', headers: { origin, ...request } } as const
-    const fromOrigin = (origin: string) => from('192.0.2.1', TOKEN, undefined, origin)
-    const off = await build(t)
-    const none = { 'access-control-allow-origin': undefined }
-    t.match(await send(off, fromOrigin(origin)), { statusCode: 200, headers: none })
-    t.match(await off.inject(preflight), { statusCode: 405, headers: none })
-    const on = await build(t, { corsOrigins: [origin] })
-    const allowed = await on.inject(preflight)
-    t.match(allowed, {
-      statusCode: 204,
-      headers: { 'access-control-allow-origin': origin, 'access-control-allow-headers': /authorization/ },
-    })
-    t.equal(allowed.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
-    t.equal((await send(on, fromOrigin(origin))).headers['access-control-allow-origin'], origin)
-    const other = await send(on, fromOrigin('https://evil.example'))
-    t.match(other, { statusCode: 200, headers: none }, 'another origin is served (CORS binds browsers), not allowed')
-  },
-)
+t.test('CORS: off by default (a preflight is 405); on for configured origins', async (t) => {
+  const origin = 'https://ui.example'
+  const request = {
+    'access-control-request-method': 'POST',
+    'access-control-request-headers': 'authorization,content-type',
+  }
+  const preflight = { method: 'OPTIONS', url: '/plants', headers: { origin, ...request } } as const
+  const fromOrigin = (origin: string) => from('192.0.2.1', TOKEN, undefined, origin)
+  const off = await build(t)
+  const none = { 'access-control-allow-origin': undefined }
+  t.match(await send(off, fromOrigin(origin)), { statusCode: 200, headers: none })
+  t.match(await off.inject(preflight), { statusCode: 405, headers: none })
+  const on = await build(t, { corsOrigins: [origin] })
+  const allowed = await on.inject(preflight)
+  t.match(allowed, {
+    statusCode: 204,
+    headers: { 'access-control-allow-origin': origin, 'access-control-allow-headers': /authorization/ },
+  })
+  t.equal(allowed.headers['access-control-allow-methods'], CONTRACT_METHODS.join(', '), "the contract's methods")
+  t.equal((await send(on, fromOrigin(origin))).headers['access-control-allow-origin'], origin)
+  const other = await send(on, fromOrigin('https://evil.example'))
+  t.match(other, { statusCode: 200, headers: none }, 'another origin is served (CORS binds browsers), not allowed')
+})

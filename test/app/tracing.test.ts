@@ -8,7 +8,7 @@ const dialect = TEST_DATABASE_URL === undefined ? 'sqlite' : 'postgresql'
 const traced = (parent: { header: string }) => ({ headers: { ...JSON_HEADERS, traceparent: parent.header } })
 
 t.test(
-  "a create continues the caller's trace: request, createPlant under it, the store transaction under that",
+  "a create continues the caller's trace: request, createPlant, store transaction, each under the last",
   async (t) => {
     const collector = await startCollector(t)
     const app = await build(t, { otelExporterOtlpEndpoint: collector.url })

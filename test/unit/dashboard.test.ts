@@ -94,7 +94,7 @@ const queries = [
   ...rules.map((rule) => ({ where: `rule ${rule.record ?? rule.alert}`, expr: rule.expr })),
 ]
 
-t.test('every panel has a query, and every query of the dashboard and the rules parses as PromQL', async (t) => {
+t.test('every panel has a query, and every query parses as PromQL', async (t) => {
   for (const panel of dashboard.panels) t.ok(panel.targets?.length, `panel "${panel.title}" has a query`)
   t.ok(queries.length > 30, `${queries.length} queries`)
   for (const { where, expr } of queries) t.same(parsePromQL(expr).errors, [], `${where} parses`)

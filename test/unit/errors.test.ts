@@ -7,24 +7,21 @@ import t from 'tap'
 import { asError, errorCode, httpErrorOf } from '../../service/errors.ts'
 import { toErrorResponse } from '../../service/plugins/strict-http/index.ts'
 
-t.test(
-  'anything else than an HTTP error is 500 Internal Server Error, marked internal, with nothing of the cause',
-  async (t) => {
-    const internal = { statusCode: 500, headers: {}, message: 'Internal Server Error', internal: true }
-    for (const error of [
-      new Error('SQLITE_ERROR: no such table: plant'),
-      Object.assign(new Error('server error with a status'), { statusCode: 502 }),
-      Object.assign(new Error('a redirect is not an error'), { statusCode: 302 }),
-      Object.assign(new Error('Unauthorized without errors'), { name: 'Unauthorized' }),
-      'a thrown string',
-      42,
-      {},
-      null,
-      undefined,
-    ])
-      t.strictSame(toErrorResponse(httpErrorOf(error)), internal, String(error))
-  },
-)
+t.test('anything but an HTTP error is 500, marked internal, with nothing of the cause', async (t) => {
+  const internal = { statusCode: 500, headers: {}, message: 'Internal Server Error', internal: true }
+  for (const error of [
+    new Error('SQLITE_ERROR: no such table: plant'),
+    Object.assign(new Error('server error with a status'), { statusCode: 502 }),
+    Object.assign(new Error('a redirect is not an error'), { statusCode: 302 }),
+    Object.assign(new Error('Unauthorized without errors'), { name: 'Unauthorized' }),
+    'a thrown string',
+    42,
+    {},
+    null,
+    undefined,
+  ])
+    t.strictSame(toErrorResponse(httpErrorOf(error)), internal, String(error))
+})
 
 t.test('a thrown value reads as an Error and a code whatever it is', async (t) => {
   const failure = Object.assign(new Error('no such file'), { code: 'ENOENT' })

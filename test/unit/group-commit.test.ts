@@ -102,56 +102,53 @@ t.test('a store outage fails the whole batch with StoreUnavailableError, without
   t.equal(calls, 1)
 })
 
-t.test(
-  'a transaction of several creates is a child of the one that started the batch and links the others',
-  async (t) => {
-    const collector = await startCollector(t)
-    const tracing = startTracing(collector.url)
-    let release!: () => void
-    const gate = new Promise<void>((resolve) => (release = resolve))
-    let writing!: () => void
-    const written = new Promise<void>((resolve) => (writing = resolve))
-    // Held until released: while it holds the first batch, the next saves queue up together.
-    const writer = {
-      saveAll: async (plants: readonly PlantRecord[]) => {
-        writing()
-        await gate
-        return created(plants)
-      },
-    }
-    const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
-    // Each save as if inside the handler span of a request of its own trace.
-    const callers = [1, 2, 3, 4].map(() => traceparent())
-    const saveAs = (id: number) => {
-      const span = { ...callers[id - 1]!, traceFlags: TraceFlags.SAMPLED }
-      return context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => commit.save(plant(BigInt(id), `plant ${id}`)))
-    }
-    const first = saveAs(1)
-    await written
-    const queued = [2, 3, 4].map(saveAs)
-    release()
-    t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))
-    await tracing.shutdown()
+t.test('a transaction of several creates is a child of the first and links the others', async (t) => {
+  const collector = await startCollector(t)
+  const tracing = startTracing(collector.url)
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  let writing!: () => void
+  const written = new Promise<void>((resolve) => (writing = resolve))
+  // Held until released: while it holds the first batch, the next saves queue up together.
+  const writer = {
+    saveAll: async (plants: readonly PlantRecord[]) => {
+      writing()
+      await gate
+      return created(plants)
+    },
+  }
+  const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
+  // Each save as if inside the handler span of a request of its own trace.
+  const callers = [1, 2, 3, 4].map(() => traceparent())
+  const saveAs = (id: number) => {
+    const span = { ...callers[id - 1]!, traceFlags: TraceFlags.SAMPLED }
+    return context.with(trace.setSpanContext(ROOT_CONTEXT, span), () => commit.save(plant(BigInt(id), `plant ${id}`)))
+  }
+  const first = saveAs(1)
+  await written
+  const queued = [2, 3, 4].map(saveAs)
+  release()
+  t.match(await Promise.all([first, ...queued]), Array(4).fill({ status: 'created' }))
+  await tracing.shutdown()
 
-    t.equal(collector.spans.length, 2, 'two transactions')
-    const ofCaller = (index: number) =>
-      only(
-        t,
-        collector.spans.filter((span) => span.traceId === callers[index]!.traceId),
-        'store transaction',
-      )
-    t.match(ofCaller(0), {
-      parentSpanId: callers[0]!.spanId,
-      links: [],
-      attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 },
-    })
-    const batch = ofCaller(1)
-    t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
-    const others = callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId }))
-    t.same(batch.links, others, 'linked to the others, in order')
-    t.equal(batch.attributes['db.operation.batch.size'], 3)
-  },
-)
+  t.equal(collector.spans.length, 2, 'two transactions')
+  const ofCaller = (index: number) =>
+    only(
+      t,
+      collector.spans.filter((span) => span.traceId === callers[index]!.traceId),
+      'store transaction',
+    )
+  t.match(ofCaller(0), {
+    parentSpanId: callers[0]!.spanId,
+    links: [],
+    attributes: { 'db.system.name': 'postgresql', 'db.operation.batch.size': 1 },
+  })
+  const batch = ofCaller(1)
+  t.equal(batch.parentSpanId, callers[1]!.spanId, 'a child of the first create of its batch')
+  const others = callers.slice(2).map(({ traceId, spanId }) => ({ traceId, spanId }))
+  t.same(batch.links, others, 'linked to the others, in order')
+  t.equal(batch.attributes['db.operation.batch.size'], 3)
+})
 
 t.test('the repository rolls a failed transaction back: nothing of it is stored', async (t) => {
   const repo = await repository(t)
@@ -161,42 +158,39 @@ t.test('the repository rolls a failed transaction back: nothing of it is stored'
   t.match(await repo.saveAll([plant(1n, 'good')]), [{ status: 'created' }], 'the good plant was not stored')
 })
 
-t.test(
-  'PostgreSQL: concurrent batches over the same ids take their row locks in one order: no deadlock, every answer right',
-  async (t) => {
-    // A database of its own: pg_stat_database counts deadlocks per database.
-    const url = await postgresDatabase(t)
-    const store = await migrated(t, { dataDir: t.testdir(), databaseUrl: url })
-    const stats = new pg.Client({ connectionString: url })
-    await stats.connect()
-    t.teardown(() => stats.end())
-    const before = await deadlocks(stats)
-    // Ten batches of ten in flight over twenty ids, in random order, one of two contents each; fresh ids each round.
-    const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
-    for (let round = 0; round < 3; round++) {
-      const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
-      const plants = Array.from({ length: 200 }, (_, i) =>
-        plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`),
-      ).sort(() => Math.random() - 0.5)
-      const outcomes = await Promise.all(plants.map((p) => group.save(p)))
-      const { rows } = await stats.query<{ id: string; name: string }>(
-        'select id, name from plant where id = any($1::bigint[])',
-        [ids],
-      )
-      t.equal(rows.length, 20, `round ${round}: each id stored once`)
-      const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
-      const wrong = outcomes.filter((outcome, i) => {
-        const sent = plants[i]!
-        const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
-        return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
-      })
-      t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
-      t.equal(outcomes.filter(({ status }) => status === 'created').length, 20, `round ${round}: one create per id`)
-    }
-    await store.close()
-    t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
-  },
-)
+t.test('PostgreSQL: concurrent batches over the same ids: no deadlock, every answer right', async (t) => {
+  // A database of its own: pg_stat_database counts deadlocks per database.
+  const url = await postgresDatabase(t)
+  const store = await migrated(t, { dataDir: t.testdir(), databaseUrl: url })
+  const stats = new pg.Client({ connectionString: url })
+  await stats.connect()
+  t.teardown(() => stats.end())
+  const before = await deadlocks(stats)
+  // Ten batches of ten in flight over twenty ids, in random order, one of two contents each; fresh ids each round.
+  const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
+  for (let round = 0; round < 3; round++) {
+    const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
+    const plants = Array.from({ length: 200 }, (_, i) =>
+      plant(ids[i % 20]!, `plant ${ids[i % 20]} ${Math.random() < 0.5 ? 'a' : 'b'}`),
+    ).sort(() => Math.random() - 0.5)
+    const outcomes = await Promise.all(plants.map((p) => group.save(p)))
+    const { rows } = await stats.query<{ id: string; name: string }>(
+      'select id, name from plant where id = any($1::bigint[])',
+      [ids],
+    )
+    t.equal(rows.length, 20, `round ${round}: each id stored once`)
+    const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
+    const wrong = outcomes.filter((outcome, i) => {
+      const sent = plants[i]!
+      const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
+      return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
+    })
+    t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
+    t.equal(outcomes.filter(({ status }) => status === 'created').length, 20, `round ${round}: one create per id`)
+  }
+  await store.close()
+  t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
+})
 
 /** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended. */
 async function deadlocks(client: pg.Client, settled = false): Promise<number> {

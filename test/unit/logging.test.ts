@@ -9,48 +9,45 @@ import t from 'tap'
 import { loggerOptions, processLogging, RequestLogController } from '../../service/logging.ts'
 import { logSink } from '../helpers/app.ts'
 
-t.test(
-  'logs are JSON with credentials redacted; pretty only on a terminal, else through a buffered stdout',
-  async (t) => {
-    const pretty = { level: 'debug', transport: { target: 'pino-pretty' } }
-    t.match(loggerOptions('debug', true), pretty)
-    const [terminal, piped] = [processLogging('debug', true), processLogging('info', false)]
-    t.match(terminal.options, { ...pretty, stream: undefined })
-    t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "pino's buffered stdout")
-    t.same([loggerOptions('info', false).transport, piped.options.transport], [undefined, undefined], 'JSON when piped')
-    t.doesNotThrow(() => [terminal.flush(), piped.flush()])
-    const { stream, lines } = logSink()
-    const logger = pino(loggerOptions('info', false), stream)
-    logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
-    const headers = { authorization: 'Bearer secret-token-0123456789' }
-    const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers }
-    logger.info(
-      { req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } },
-      'incoming request',
-    )
-    logger.info({ req: { ...request, url: '/plants' } }, 'incoming request')
-    logger.info({ req: { ...request, url: '/plants', ip: undefined, socket: {} } }, 'after the peer left')
-    t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
-    t.match(lines, [
-      { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
-      {
-        req: {
-          method: 'POST',
-          url: '/plants?access_token=[redacted]&[redacted]&&x=[redacted]',
-          host: 'plants.example',
-          remoteAddress: '192.0.2.1',
-          remotePort: 4711,
-        },
+t.test('logs are JSON with credentials redacted; pretty only on a terminal', async (t) => {
+  const pretty = { level: 'debug', transport: { target: 'pino-pretty' } }
+  t.match(loggerOptions('debug', true), pretty)
+  const [terminal, piped] = [processLogging('debug', true), processLogging('info', false)]
+  t.match(terminal.options, { ...pretty, stream: undefined })
+  t.match(piped.options.stream, { fd: 1, minLength: Number, sync: true }, "pino's buffered stdout")
+  t.same([loggerOptions('info', false).transport, piped.options.transport], [undefined, undefined], 'JSON when piped')
+  t.doesNotThrow(() => [terminal.flush(), piped.flush()])
+  const { stream, lines } = logSink()
+  const logger = pino(loggerOptions('info', false), stream)
+  logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
+  const headers = { authorization: 'Bearer secret-token-0123456789' }
+  const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers }
+  logger.info(
+    { req: { ...request, url: '/plants?access_token=secret-token-0123456789&secret-token-bare&&x=s3cret' } },
+    'incoming request',
+  )
+  logger.info({ req: { ...request, url: '/plants' } }, 'incoming request')
+  logger.info({ req: { ...request, url: '/plants', ip: undefined, socket: {} } }, 'after the peer left')
+  t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
+  t.match(lines, [
+    { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
+    {
+      req: {
+        method: 'POST',
+        url: '/plants?access_token=[redacted]&[redacted]&&x=[redacted]',
+        host: 'plants.example',
+        remoteAddress: '192.0.2.1',
+        remotePort: 4711,
       },
-      { req: { url: '/plants' } },
-      { req: { remoteAddress: 'unknown' } },
-    ])
-    t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
-    const cookie = { 'set-cookie': 'session=s3cret' }
-    logger.info({ res: { statusCode: 200, headers: cookie, getHeaders: () => cookie } }, 'reply')
-    t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
-  },
-)
+    },
+    { req: { url: '/plants' } },
+    { req: { remoteAddress: 'unknown' } },
+  ])
+  t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
+  const cookie = { 'set-cookie': 'session=s3cret' }
+  logger.info({ res: { statusCode: 200, headers: cookie, getHeaders: () => cookie } }, 'reply')
+  t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
+})
 
 t.test(
   'one line per request, when it ends: the request, its status and duration, at error level if the response failed',
