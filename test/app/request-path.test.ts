@@ -4,18 +4,17 @@
  *
  * @module
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
-import { request } from 'node:http'
+import { existsSync, readFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import type { Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createApp } from '../../service/app.ts'
 import { loadConfig } from '../../service/config.ts'
 import { loggerOptions } from '../../service/logging.ts'
-import { logSink, TOKEN } from '../helpers/app.ts'
+import { JSON_HEADERS, logSink, TOKEN } from '../helpers/app.ts'
+import { postPlant } from '../helpers/post-plant.ts'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
@@ -99,10 +98,8 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   })
   await session.post('NodeWorker.enable', { waitForDebuggerOnStart: true })
 
-  const dataDir = mkdtempSync(join(tmpdir(), 'plant-store-test-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
   const { stream, lines } = logSink()
-  const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: dataDir })
+  const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: t.testdir() })
   const app = await createApp(config, { ...loggerOptions('info', false), stream })
   t.teardown(() => app.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
@@ -112,18 +109,8 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
 
   /** One create over a new connection, until logged and closed. */
   const create = async (id: number) => {
-    const body = JSON.stringify({ id, name: 'Ficus' })
-    const status = await new Promise<number | undefined>((resolve, reject) => {
-      const sent = request(`${url}/plants`, {
-        method: 'POST',
-        agent: false,
-        headers: { authorization: `Bearer ${TOKEN}`, 'content-type': 'application/json', 'x-request-id': `path-${id}` },
-      })
-      sent.on('response', (response) => response.resume().on('end', () => resolve(response.statusCode)))
-      sent.on('error', reject)
-      sent.end(body)
-    })
-    t.equal(status, 200, `create ${id}: 200`)
+    const headers = { ...JSON_HEADERS, connection: 'close', 'x-request-id': `path-${id}` }
+    t.equal((await postPlant(url, { id, name: 'Ficus' }, { headers })).statusCode, 200, `create ${id}: 200`)
     await Promise.all(closed)
     while (!lines.some((line) => line.requestId === `path-${id}` && LOGGED_END.has(String(line.msg))))
       await new Promise((resolve) => setImmediate(resolve))
