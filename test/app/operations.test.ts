@@ -31,10 +31,12 @@ t.test('metrics: requests by route and status, outcomes, store latency, process 
   const metrics = await app.inject({ url: '/metrics' })
   t.match(metrics, { statusCode: 200, headers: { 'content-type': /^text\/plain; version=0\.0\.4/ } })
   const text = metrics.body
+  const requests = (method: string, route: string, status: number, count: number) =>
+    `http_request_duration_seconds_count{method="${method}",route="${route}",status_code="${status}"} ${count}`
   for (const series of [
-    'http_request_duration_seconds_count{method="POST",route="/plants",status_code="200"} 2',
-    'http_request_duration_seconds_count{method="POST",route="/plants",status_code="409"} 1',
-    'http_request_duration_seconds_count{method="GET",route="unmatched",status_code="404"} 1',
+    requests('POST', '/plants', 200, 2),
+    requests('POST', '/plants', 409, 1),
+    requests('GET', 'unmatched', 404, 1),
     ...['created', 'replayed', 'conflict'].map((outcome) => `plant_store_creates_total{outcome="${outcome}"} 1`),
     'plant_store_store_transaction_seconds_count{result="ok"} 3',
     'plant_store_group_commit_batch_size_count 3',

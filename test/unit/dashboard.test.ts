@@ -13,23 +13,17 @@ import { build, JSON_HEADERS } from '../helpers/app.ts'
 
 const read = (path: string) => readFileSync(fileURLToPath(new URL(`../../${path}`, import.meta.url)), 'utf8')
 
-interface Panel {
-  title: string
-  type: string
-  targets?: Array<{ expr: string; refId: string }>
-}
-interface RuleGroup {
-  rules: Array<{ record?: string; alert?: string; expr: string }>
-}
-interface RuleTests {
-  tests: Array<{ alert_rule_test?: Array<{ alertname: string; exp_alerts: unknown[] }> }>
-}
+type Panel = { title: string; targets?: Array<{ expr: string; refId: string }> }
+type Rule = { record?: string; alert?: string; expr: string }
+type AlertTest = { alertname: string; exp_alerts: unknown[] }
 
 const dashboard = JSON.parse(read('deploy/grafana/plant-store.json')) as { panels: Panel[] }
-const rules = (parse(read('deploy/prometheus/plant-store.rules.yml')) as { groups: RuleGroup[] }).groups.flatMap(
-  (group) => group.rules,
-)
-const ruleTests = parse(read('deploy/prometheus/plant-store.rules.test.yml')) as RuleTests
+const rules = (
+  parse(read('deploy/prometheus/plant-store.rules.yml')) as { groups: Array<{ rules: Rule[] }> }
+).groups.flatMap((group) => group.rules)
+const ruleTests = parse(read('deploy/prometheus/plant-store.rules.test.yml')) as {
+  tests: Array<{ alert_rule_test?: AlertTest[] }>
+}
 const recorded = new Set(rules.flatMap((rule) => (rule.record === undefined ? [] : [rule.record])))
 const alerts = rules.flatMap((rule) => (rule.alert === undefined ? [] : [rule.alert]))
 
