@@ -179,11 +179,10 @@ t.test('PostgreSQL: concurrent batches over the same ids: no deadlock, every ans
       [ids],
     )
     t.equal(rows.length, 20, `round ${round}: each id stored once`)
-    const stored = new Map(rows.map((row) => [BigInt(row.id), plant(BigInt(row.id), row.name)]))
-    const wrong = outcomes.filter((outcome, i) => {
-      const sent = plants[i]!
-      const expected = stored.get(sent.id)!.name === sent.name ? ['created', 'replayed'] : ['conflict']
-      return !expected.includes(outcome.status) || outcome.stored.name !== stored.get(sent.id)!.name
+    const stored = new Map(rows.map((row) => [BigInt(row.id), row.name]))
+    const wrong = outcomes.filter(({ status, stored: { name } }, i) => {
+      const expected = stored.get(plants[i]!.id) === plants[i]!.name ? ['created', 'replayed'] : ['conflict']
+      return !expected.includes(status) || name !== stored.get(plants[i]!.id)
     })
     t.same(wrong, [], `round ${round}: every outcome matches the stored row`)
     t.equal(outcomes.filter(({ status }) => status === 'created').length, 20, `round ${round}: one create per id`)
