@@ -1,6 +1,6 @@
 /**
- * What the machine offers: programs on PATH, free loopback ports. It imports nothing of the repository, so that
- * `test/run/` (Node without tap's loader) can use it too.
+ * What the machine offers: programs on PATH, free loopback ports. It imports nothing of the repository, for
+ * `test/run/`'s sake.
  *
  * @module
  */
@@ -10,7 +10,7 @@ import { createServer } from 'node:net'
 import { delimiter, join } from 'node:path'
 
 /** Whether `path` is a file this process may execute. */
-export function isExecutable(path: string): boolean {
+function isExecutable(path: string): boolean {
   try {
     accessSync(path, constants.X_OK)
     return true
@@ -19,8 +19,9 @@ export function isExecutable(path: string): boolean {
   }
 }
 
-/** Whether `command` is found on PATH. */
+/** Whether `command` is found on PATH (or, given as an absolute path, is executable). */
 export function onPath(command: string): boolean {
+  if (command.startsWith('/')) return isExecutable(command)
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
 }
 

