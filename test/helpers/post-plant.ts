@@ -85,15 +85,11 @@ async function overHttp(
       url,
       { method: 'POST', headers: sized, agent: options.agent, localAddress: options.from, timeout: options.timeoutMs },
       (incoming) => {
-        const chunks: Buffer[] = []
-        incoming.on('data', (chunk: Buffer) => chunks.push(chunk))
+        let text = ''
+        incoming.setEncoding('utf8').on('data', (chunk: string) => (text += chunk))
         incoming.on('error', reject)
-        incoming.on('end', () =>
-          resolve(answer(incoming.statusCode!, incoming.headers, Buffer.concat(chunks).toString('utf8'))),
-        )
-        incoming.on('close', () => {
-          if (!incoming.complete) reject(new Error(`POST ${url}: the response was cut off`))
-        })
+        incoming.on('end', () => resolve(answer(incoming.statusCode!, incoming.headers, text)))
+        incoming.on('close', () => incoming.complete || reject(new Error(`POST ${url}: the response was cut off`)))
       },
     )
     sent.on('timeout', () => sent.destroy(new Error(`POST ${url}: no answer within ${options.timeoutMs} ms`)))

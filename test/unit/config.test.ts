@@ -204,17 +204,18 @@ t.test(
     const stale = fresh.replace('| `PORT` | `3000` |', '| `PORT` | `8080` |')
     t.not(stale, fresh)
     writeFileSync(path, stale)
-    const run = (args: string[]) =>
+    const run = (...args: string[]) =>
       spawnSync(process.execPath, [...process.execArgv, 'scripts/config-reference.ts', ...args], { encoding: 'utf8' })
-    const check = run(['--check', path])
+    const written = () => readFileSync(path, 'utf8')
+    const check = run('--check', path)
     t.match(check, { status: 1, stderr: /the settings table is not service\/settings\.ts's schema; run `npm run gen/ })
-    t.equal(readFileSync(path, 'utf8'), stale, '--check writes nothing')
-    t.equal(run([path]).status, 0)
-    t.equal(readFileSync(path, 'utf8'), fresh, 'the table rewritten, the prose kept')
-    t.equal(run(['--check', path]).status, 0, 'then --check passes')
+    t.equal(written(), stale, '--check writes nothing')
+    t.equal(run(path).status, 0)
+    t.equal(written(), fresh, 'the table rewritten, the prose kept')
+    t.equal(run('--check', path).status, 0, 'then --check passes')
     const reference = readFileSync(referencePath, 'utf8')
     t.equal(
-      run(['--check']).status,
+      run('--check').status,
       withSettingsTable(reference, settingsTable()) === reference ? 0 : 1,
       'without a file it checks docs/configuration.md',
     )
