@@ -1,8 +1,7 @@
 /**
- * `npm run check:gateway`: deploy/nginx/nginx.conf refuses bodies over BODY_LIMIT and keeps
- * the others in memory, gives up on headers no later than the service, and drops idle
- * upstream connections before the service does (never sending on one it is closing).
- * Prints each disagreement; exits 1 when there is one.
+ * `npm run check:gateway`: deploy/nginx/nginx.conf refuses bodies over BODY_LIMIT and keeps the others in memory,
+ * gives up on headers no later than the service, and drops idle upstream connections before the service does (never
+ * sending on one it is closing). Prints each disagreement; exits 1 when there is one.
  *
  * @module
  */
@@ -15,17 +14,18 @@ const bodyLimit = Number(BODY_LIMIT.default)
 const headersTimeoutMs = Number(HEADERS_TIMEOUT_MS.default)
 const keepAliveTimeoutMs = Number(KEEP_ALIVE_TIMEOUT_MS.default)
 
-/** The value of the first directive `pattern` finds, in bytes or milliseconds (`64k`, `10s`). */
-function value(pattern: RegExp): number {
-  const [, number, unit] = /(\d+)([kms]?)\s*;/.exec(pattern.exec(conf)?.[1] ?? '') ?? []
+/** The value of the first directive `name` (after `before`), in bytes or milliseconds (`64k`, `10s`). */
+function value(name: string, before = ''): number {
+  const pattern = new RegExp(`${before}\\n\\s*${name}\\s+(\\d+)([kms]?)\\s*;`)
+  const [, number, unit] = pattern.exec(conf) ?? []
   if (number === undefined) throw new Error(`deploy/nginx/nginx.conf has no ${pattern}`)
   return Number(number) * { k: 1024, m: 1024 * 1024, s: 1000, '': 1 }[unit as 'k' | 'm' | 's' | '']
 }
 
-const maxBody = value(/\n\s*client_max_body_size\s+([^;]+;)/)
-const bodyBuffer = value(/\n\s*client_body_buffer_size\s+([^;]+;)/)
-const headerTimeout = value(/\n\s*client_header_timeout\s+([^;]+;)/)
-const idle = value(/upstream plant_store \{[^}]*?\n\s*keepalive_timeout\s+([^;]+;)/)
+const maxBody = value('client_max_body_size')
+const bodyBuffer = value('client_body_buffer_size')
+const headerTimeout = value('client_header_timeout')
+const idle = value('keepalive_timeout', 'upstream plant_store \\{[^}]*?')
 const problems = [
   maxBody === bodyLimit ? '' : `client_max_body_size is ${maxBody} bytes, BODY_LIMIT ${bodyLimit}`,
   bodyBuffer >= bodyLimit

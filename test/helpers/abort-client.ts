@@ -28,7 +28,7 @@ function shape(name: string, method: string, path: string, headers: Record<strin
 /** The wrong bearer token the shapes send. */
 export const WRONG_TOKEN = `${'w'.repeat(20)}${'x'.repeat(20)}`
 
-/** The kinds of request each phase is tried with; `token` is a valid bearer token, `prefix` a gateway's path prefix. */
+/** The kinds of request each phase is tried with; `prefix` is a gateway's path prefix. */
 export function requestShapes(token: string, prefix = ''): RequestShape[] {
   const json = { 'Content-Type': 'application/json' }
   const authorized = { ...json, Authorization: `Bearer ${token}` }

@@ -11,9 +11,7 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/**
- * A command that failed: a one-line message ending with {@link lastLine}, the last 40 lines of its output in `output`.
- */
+/** A command that failed: a one-line message ending with {@link lastLine}; the last 40 lines of output. */
 export class CommandError extends Error {
   override readonly name = 'CommandError'
   /** null when killed (timeout) or not started. */
@@ -44,13 +42,14 @@ export async function run(
         const message = `${command} is not installed (not found on PATH)${install === undefined ? '' : `: e.g. ${install}`}`
         return reject(new CommandError(message, { stdout, stderr, exitCode: null }))
       }
-      const exitCode = typeof error.code === 'number' ? error.code : null
       const status =
         error.killed && error.signal !== null
           ? `killed by ${error.signal} after ${timeoutMs} ms`
           : (error.signal ?? `exit ${String(error.code)}`)
       const message = `${command} ${args.join(' ')} failed (${status}): ${lastLine(stderr || stdout)}`
-      reject(new CommandError(message, { stdout, stderr, exitCode }))
+      reject(
+        new CommandError(message, { stdout, stderr, exitCode: typeof error.code === 'number' ? error.code : null }),
+      )
     })
   })
 }

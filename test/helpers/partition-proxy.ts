@@ -11,15 +11,14 @@ import type pg from 'pg'
 import type { TestContext } from './app.ts'
 
 /**
- * Starts a proxy to `target` on a free loopback port, closed at teardown: its `postgres://` URL; `partition` stops
- * bytes both ways (new connections held), `heal` forwards again, `healNew` forwards new connections only (held ones
- * stay held, as after a failover), `cut` closes all and refuses new ones until `heal`.
+ * Starts a proxy to `target` on a free loopback port, closed at teardown. `partition` stops bytes both ways (new
+ * connections held), `heal` forwards again, `healNew` forwards new connections only (as after a failover), `cut`
+ * closes all and refuses new ones until `heal`.
  */
 export async function partitionProxy(t: TestContext, target: string) {
   const upstream = new URL(target)
   const sockets = new Set<Socket>()
-  /** Accepted during a partition, not yet connected upstream. */
-  const held: Socket[] = []
+  const held: Socket[] = [] // accepted during a partition, not yet connected upstream
   let partitioned = false
   let refusing = false
   const track = (socket: Socket) => {

@@ -8,10 +8,7 @@ import { once } from 'node:events'
 import { LIMITS_OFF, type TestContext } from './app.ts'
 import { waitUntil } from './podman.ts'
 
-/**
- * A running service process: its base URL, its output so far, `stop` (resolves with the exit code), and `waitFor` a
- * pattern in its output (the match; throws when it exits first or after 120 s).
- */
+/** A running service: `stop` resolves with the exit code; `waitFor` a pattern in its output (120 s at most). */
 export interface ServiceProcess {
   readonly child: ChildProcess
   readonly url: string
@@ -20,10 +17,7 @@ export interface ServiceProcess {
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
-/**
- * Spawns the service with `env` and waits until it listens; killed at teardown. @throws when it exits first or does not
- * listen in time.
- */
+/** Spawns the service with `env` and waits until it listens; killed at teardown. */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
   // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
@@ -63,10 +57,7 @@ export async function completedLogLine(service: ServiceProcess, requestId: strin
   return JSON.parse(line) as Record<string, unknown>
 }
 
-/**
- * Runs the service (as `runAs`, a user and group id, else the test's user) until it exits by itself; returns its exit
- * code and output.
- */
+/** Runs the service (as `runAs`, else the test's user) until it exits by itself. */
 export async function runToExit(
   env: Record<string, string>,
   runAs?: { uid: number; gid: number },
@@ -78,13 +69,11 @@ export async function runToExit(
 
 /** `TEST_SERVICE_SCRIPT` (e.g. `dist/service/server.js`): the built artifact to run with plain Node instead. */
 const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
-
-/** Whether service processes run the built artifact under plain Node, without tap's loader hooks. */
 export const RUNS_ARTIFACT = ARTIFACT !== undefined
 
 /**
- * Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`, inheriting only
- * PATH and tap's loader and coverage settings; no compile cache (its code reports no coverage).
+ * Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`, inheriting only PATH and tap's loader
+ * and coverage settings; no compile cache (its code reports no coverage).
  */
 function spawnService(
   env: Record<string, string | undefined>,
@@ -94,7 +83,6 @@ function spawnService(
     /^(PATH|NODE_OPTIONS|NODE_V8_COVERAGE|TS_NODE_\w+|_?TAP\w*)$/.test(name),
   )
   const args = ARTIFACT === undefined ? [...process.execArgv, 'service/server.ts'] : [ARTIFACT]
-  // (spawn leaves out the variables whose value is undefined.)
   const base = { ...Object.fromEntries(inherited), NODE_DISABLE_COMPILE_CACHE: '1', HOST: '127.0.0.1', PORT: '0' }
   const child = spawn(process.execPath, args, {
     env: { ...base, ...LIMITS_OFF, ...env },

@@ -97,10 +97,7 @@ t.test('replicas starting at once on an empty database: one migrates, the others
   t.same(plants, [{ id: '0' }, { id: '1' }, { id: '2' }])
 })
 
-/**
- * Creates each plant of `ids` (on `apps` in turn), retrying a 503 after its `Retry-After` for at most 30 s; asserts
- * each is stored, after 503s only.
- */
+/** Creates each plant of `ids` (on `apps` in turn), a 503 retried after its `Retry-After` for 30 s: all stored. */
 async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]): Promise<void> {
   const create = async (id: number, i: number) => {
     const statuses: number[] = []
@@ -181,10 +178,7 @@ t.test(
     t.equal(timedOut.statusCode, 503, 'statement timeout: 503')
     t.equal(ready.statusCode, 503, 'no free connection within the connect timeout: not ready')
     t.equal(queued.statusCode, 200, 'a create queued behind the stuck one is stored once it gives up')
-    t.ok(
-      waitedMs >= statementTimeoutMs,
-      `the queued create waited for the stuck one to give up (${Math.round(waitedMs)} ms)`,
-    )
+    t.ok(waitedMs >= statementTimeoutMs, `it waited for the stuck one to give up (${Math.round(waitedMs)} ms)`)
     t.match([timedOut, ready], Array(2).fill({ headers: { 'retry-after': '1' } }), 'both with Retry-After')
     await client.query('rollback')
     t.equal((await send(1)).statusCode, 200, 'recovered: the retry is stored')

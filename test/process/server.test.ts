@@ -3,6 +3,7 @@
  * graceful shutdown, starts that must fail, logs free of secrets.
  */
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { JSON_HEADERS, TOKEN } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
@@ -10,7 +11,7 @@ import { runToExit, startService } from '../helpers/process.ts'
 
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
 const testEnv = (t: Test) => ({ PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
-/** The status of a create of plant `id` at `url`, with `token`'s credentials (the test token's unless given). */
+/** The status of a create of plant `id` at `url` with `token`. */
 const statusOf = async (url: string, id: number, token = TOKEN) =>
   (await postPlant(url, { id, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } }))
     .statusCode
@@ -27,7 +28,7 @@ t.test(
       (_, i) => `{"id":${2n ** 53n + 1n + BigInt(i)},"name":"plant ${i}"${i % 2 ? ',"tag":"odd"' : ''}}`,
     )
     const created = await Promise.all(bodies.map((body) => postPlant(first.url, body)))
-    const statuses = (responses: Array<{ statusCode: number }>) => responses.map((response) => response.statusCode)
+    const statuses = (responses: Array<{ statusCode: number }>) => responses.map((r) => r.statusCode)
     t.same(statuses(created), Array(20).fill(200))
     t.equal(await statusOf(first.url, 1, WRONG_TOKEN), 401)
     t.equal((await postPlant(first.url, '{"id":')).statusCode, 400)
@@ -41,7 +42,7 @@ t.test(
 
     const second = await startService(t, env)
     const replays = await Promise.all(bodies.map((body) => postPlant(second.url, body)))
-    const bodiesOf = (responses: Array<{ body: string }>) => responses.map((response) => response.body)
+    const bodiesOf = (responses: Array<{ body: string }>) => responses.map((r) => r.body)
     t.same(bodiesOf(replays), bodiesOf(created), 'every plant is still there: identical content replays')
     const conflicts = await Promise.all(bodies.map((body) => postPlant(second.url, body.replace('plant', 'other'))))
     t.same(statuses(conflicts), Array(20).fill(409), 'and different content conflicts')
@@ -74,8 +75,7 @@ t.test(
     service.child.stdout!.destroy()
     for (let id = 1; id <= 3; id++)
       t.equal(await statusOf(service.url, id), 200, 'served while its lines meet a closed pipe')
-    // Past the buffered log's flush interval (1 s): the lines above are written, and fail.
-    await new Promise((resolve) => setTimeout(resolve, 1500))
+    await sleep(1500) // past the buffered log's flush interval (1 s): the lines above are written, and fail
     t.equal(await statusOf(service.url, 4), 200, 'still served after the failed write')
     t.equal(await service.stop('SIGTERM'), 0, 'and exits on SIGTERM')
   },

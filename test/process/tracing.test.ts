@@ -1,14 +1,12 @@
 /**
- * Tracing in the service process: with `OTEL_EXPORTER_OTLP_ENDPOINT` the spans of a
- * create reach a collector over OTLP/HTTP in the caller's trace (their tree:
- * test/app/tracing.test.ts), and its log lines carry the trace id; without it no module
- * of the OpenTelemetry SDK or instrumentation is loaded.
+ * Tracing in the service process: with `OTEL_EXPORTER_OTLP_ENDPOINT` a create's spans reach a collector over
+ * OTLP/HTTP in the caller's trace (their tree: test/app/tracing.test.ts); without it no SDK module is loaded.
  */
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { JSON_HEADERS, TEST_DATABASE_URL, TOKEN } from '../helpers/app.ts'
-import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
+import { type ExportedSpan, only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 import { completedLogLine, startService } from '../helpers/process.ts'
 
@@ -40,9 +38,8 @@ t.test(
       t.equal(response.statusCode, 200)
       const line = await completedLogLine(service, String(response.headers['x-request-id']))
       if (traced) {
-        const spans = (
-          await collector.waitFor((spans) => spans.filter((span) => span.traceId === parent.traceId).length >= 3)
-        ).filter((span) => span.traceId === parent.traceId)
+        const ours = (spans: readonly ExportedSpan[]) => spans.filter((span) => span.traceId === parent.traceId)
+        const spans = ours(await collector.waitFor((spans) => ours(spans).length >= 3))
         const request = only(t, spans, 'POST /plants')
         t.equal(request.parentSpanId, parent.spanId, "the request's parent is the traceparent's span")
         t.same(spans.map((span) => span.name).sort(), ['POST /plants', 'createPlant', 'store transaction'])
