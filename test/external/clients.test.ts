@@ -1,7 +1,7 @@
 /**
- * Clients against a listening service. client/plant-store-client.ts: ids at ±2^53 ± 1 and the int64 limits sent
- * exactly; a declared status read into its type; failures typed. openapi-fetch, typed by the generated `paths` (an
- * int64 a `bigint`, bodies serialized by lossless-json): what the compiler accepts is what the service answers.
+ * Clients against a listening service: client/plant-store-client.ts (ids at ±2^53 ± 1 and the int64 limits exact,
+ * statuses typed, failures typed), and openapi-fetch typed by the generated `paths` (an int64 a `bigint`, bodies by
+ * lossless-json): what the compiler accepts is what the service answers.
  *
  * @module
  */

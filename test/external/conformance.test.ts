@@ -1,16 +1,14 @@
 /**
- * Response conformance judged from outside, through Stoplight Prism's validating proxy (`prism proxy openapi.yaml
- * <service> --errors`). Prism lists violations in an `sl-violations` header and, with `--errors`, replaces a response
- * with an `Error`-severity violation by a 500 problem+json (the canary checks that it does). With `--errors` Prism
- * answers requests without a token (401) and invalid ones (422) itself: those are judged through an instance without
- * it. Prism re-serializes JSON, so malformed JSON and ids past 2^53 are tested in properties.test.ts and test/app.
+ * Response conformance judged by Stoplight Prism's validating proxy: violations in its `sl-violations` header; with
+ * `--errors` a response with an `Error`-severity violation becomes a 500 problem+json (the canary checks it does), and
+ * Prism answers requests without a token (401) itself, so those are judged through an instance without it. Prism
+ * re-serializes JSON: malformed JSON and ids past 2^53 are tested in properties.test.ts and test/app.
  *
  * @module
  */
 import { spawn } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
-import { tmpdir } from 'node:os'
 import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { OpenAPIV3 } from 'openapi-types'
@@ -71,9 +69,8 @@ const json = (body: object, headers: Record<string, string> = bearer): Sent => (
 })
 
 /**
- * The exchanges (the status first in each name), in order, on ids from `id` up: whether the request is a valid
- * createPlant call, and whether Prism with `--errors` answers it itself (no bearer token), so that only the lenient
- * instance sees the service's answer.
+ * The exchanges (the status first in each name), in order, on ids from `id` up: whether the request is valid, and
+ * whether Prism with `--errors` answers it itself (no bearer token).
  */
 function cases(id: number) {
   const [monstera, x, headers] = [{ id, name: 'Monstera deliciosa', tag: 'indoor' }, { id: id + 2, name: 'x' }, bearer]
@@ -95,9 +92,13 @@ function cases(id: number) {
     ['415 text/plain', false, { headers: { ...headers, 'content-type': 'text/plain' }, body: '{"id":1,"name":"x"}' }],
     ['415 no body, no content type', false, { headers }],
   ]
-  return all.map(([name, validRequest, init, answeredByPrism]) => {
-    return { name, status: Number(name.slice(0, 3)), validRequest, init, answeredByPrism }
-  })
+  return all.map(([name, validRequest, init, answeredByPrism]) => ({
+    name,
+    status: Number(name.slice(0, 3)),
+    validRequest,
+    init,
+    answeredByPrism,
+  }))
 }
 
 // Four Prism processes start in parallel; on a busy 2-CPU runner that can outlast tap's default 30 s.
@@ -112,18 +113,18 @@ const degraded = await listen(t, {
   rateLimitMax: 1,
 })
 // The canary: a contract whose Plant requires a property the service never sends, and without 409.
-const canaryDir = mkdtempSync(join(tmpdir(), 'plant-store-canary-'))
-t.teardown(() => rmSync(canaryDir, { recursive: true, force: true }))
+const canaryDir = t.testdir()
 const mutated = loadContract()
 ;(mutated.components!.schemas!.Plant as OpenAPIV3.SchemaObject).required!.push('colour')
 delete mutated.paths['/plants']!.post!.responses['409']
 writeFileSync(join(canaryDir, 'openapi.yaml'), stringify(mutated))
 
+const errors = ['--errors', '--validate-request=false']
 const [strict, lenient, strictDegraded, canary] = await Promise.all([
-  startPrism(t, contract, service, ['--errors', '--validate-request=false']),
+  startPrism(t, contract, service, errors),
   startPrism(t, contract, service, []),
-  startPrism(t, contract, degraded.url, ['--errors', '--validate-request=false']),
-  startPrism(t, join(canaryDir, 'openapi.yaml'), service, ['--errors', '--validate-request=false']),
+  startPrism(t, contract, degraded.url, errors),
+  startPrism(t, join(canaryDir, 'openapi.yaml'), service, errors),
 ])
 
 /** Asserts that Prism found nothing wrong with the service's response, and that it was the service's. */
