@@ -1,7 +1,6 @@
 /**
- * Limits shared by replicas through Redis (`RATE_LIMIT_REDIS_URL`, `TEST_REDIS_URL`): one
- * budget per token and one failed-authentication budget per client address, whichever
- * replica a request reaches. One replica's limits: `test/app/protection.test.ts`.
+ * Limits shared by replicas through Redis (`RATE_LIMIT_REDIS_URL`, `TEST_REDIS_URL`): one budget per token and one
+ * failed-authentication budget per client address, whichever replica a request reaches.
  *
  * @module
  */
@@ -10,43 +9,32 @@ import { once } from 'node:events'
 import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
+import type { AppConfig } from '../../service/app.ts'
 import { loggerOptions } from '../../service/logging.ts'
 import { build, logSink, TOKEN } from '../helpers/app.ts'
 import { requires, TEST_REDIS_URL } from '../helpers/needs.ts'
 import { until } from '../helpers/partition-proxy.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
+/** The status of a create of a new plant on `app` with `token` (from `from`). */
+const create = async (app: FastifyInstance, token: string, from?: string) => {
+  const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
+  return (await postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, { from, headers })).statusCode
+}
+
 /** Creates on two apps sharing Redis, alternately (a, b, a, b), with `token` from `address`; @returns the statuses. */
-async function alternately(
-  t: Parameters<typeof build>[0],
-  config: Parameters<typeof build>[1],
-  token: string,
-  address: string,
-): Promise<number[]> {
+async function alternately(t: Test, config: Partial<AppConfig>, token: string, address = '127.0.0.1') {
   const [a, b] = [await build(t, config), await build(t, config)]
-  const create = (app: FastifyInstance) =>
-    postPlant(
-      app,
-      { id: randomInt(1, 2 ** 40), name: 'Ficus' },
-      { from: address, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
-    )
   const statuses = []
-  for (const app of [a, b, a, b]) statuses.push((await create(app)).statusCode)
+  for (const app of [a, b, a, b]) statuses.push(await create(app, token, address))
   return statuses
 }
 
 t.test('with Redis, replicas share one budget per token', requires('redis'), async (t) => {
   const token = `shared-${randomBytes(16).toString('hex')}`
-  t.same(
-    await alternately(
-      t,
-      { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: TEST_REDIS_URL },
-      token,
-      '127.0.0.1',
-    ),
-    [200, 200, 200, 429],
-  )
+  const config = { tokens: [token], rateLimitMax: 3, rateLimitWindowMs: 60000, rateLimitRedisUrl: TEST_REDIS_URL }
+  t.same(await alternately(t, config, token), [200, 200, 200, 429])
 })
 
 t.test(
@@ -94,22 +82,14 @@ t.test(
       { tokens, rateLimitMax: 1, rateLimitWindowMs: 60000, rateLimitRedisUrl: `redis://127.0.0.1:${port}` },
       { ...loggerOptions('info', false), stream },
     )
-    const create = async (token: string) =>
-      (
-        await postPlant(
-          app,
-          { id: randomInt(1, 2 ** 40), name: 'Ficus' },
-          { headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' } },
-        )
-      ).statusCode
     /** Redis counts: a token's second request is refused. */
-    const counted = async (token: string) => (await create(token)) === 429
+    const counted = async (token: string) => (await create(app, token)) === 429
     const outages = () => lines.filter((line) => /^Redis/.test(String(line.msg)))
     t.ok(await until(() => counted(tokens[0]!), 20_000), 'Redis counts')
     for (const outage of [1, 2]) {
       down()
       t.ok(await until(() => outages().length === outage, 20_000), `outage ${outage}`)
-      t.equal(await create(tokens[outage]!), 200, 'served meanwhile (fail open)')
+      t.equal(await create(app, tokens[outage]!), 200, 'served meanwhile (fail open)')
       // ioredis retries in the background, refused each time.
       await sleep(1500)
       t.equal(outages().length, outage, 'one line for the outage')
