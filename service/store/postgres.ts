@@ -14,10 +14,20 @@ import { mapUnavailable, type PlantRecord, type Store, type StoreOptions, StoreU
 /** Past `statement_timeout`: a reachable server cancels first (57014), the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
 
-/** SQLSTATE classes 08 and 53, 57P01–57P03 and 57014 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
+/**
+ * SQLSTATE 25006, a write refused by a standby: during a failover a connection can reach a node that is not, or not
+ * yet, the primary. Nothing was written; that connection is not reused.
+ */
+const READ_ONLY_SQL_TRANSACTION = '25006'
+
+const codeOf = (error: unknown) =>
+  typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+
+/** SQLSTATE classes 08 and 53, 57P01–57P03, 57014 and 25006 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
 function isPostgresUnavailable(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true
-  const code = typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
+  const code = codeOf(error)
+  if (code === READ_ONLY_SQL_TRANSACTION) return true
   if (typeof code === 'string' && /^(08|53|57P0[1-3]|57014)/.test(code)) return true
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true
   const message = error instanceof Error ? error.message : ''
@@ -56,7 +66,10 @@ export function openPostgres(options: StoreOptions): Store {
           // Unheard, a dropped connection's 'error' would crash the process.
           pool.on('error', options.onConnectionError)
           pool.on('connect', (client) => client.on('error', options.onConnectionError))
-          return discardingBroken(pool, (error) => error instanceof pg.DatabaseError)
+          return discardingBroken(
+            pool,
+            (error) => error instanceof pg.DatabaseError && codeOf(error) !== READ_ONLY_SQL_TRANSACTION,
+          )
         },
       }),
       isPostgresUnavailable,
@@ -92,8 +105,8 @@ async function insertNew(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]
 }
 
 /**
- * Releases a connection whose query got no server answer with the error,
- * so pg destroys it rather than reuse it mid-query.
+ * Releases a connection whose query got no server answer with the error, or a standby's refusal to write, so pg
+ * destroys it rather than reuse it mid-query or on a standby.
  */
 function discardingBroken(pool: pg.Pool, isServerError: (error: unknown) => boolean): PostgresPool {
   return {

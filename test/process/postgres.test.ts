@@ -2,6 +2,7 @@
  * PostgreSQL in production shape, whatever store the suite uses: replicas on one database, outages, migrations,
  * shutdown under load.
  */
+import { randomBytes } from 'node:crypto'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
@@ -68,6 +69,29 @@ t.test(
     t.equal((await app.inject({ url: '/health/ready' })).statusCode, 200)
     const { rows } = await client.query('select count(*)::int as plants from plant')
     t.equal(rows[0].plants, 10, 'every plant once')
+  },
+)
+
+t.test(
+  'a standby refusing writes (SQLSTATE 25006, as during a failover): 503 with Retry-After, never 500; that ' +
+    'connection is not reused',
+  async (t) => {
+    const { url, client } = await postgresSchema(t)
+    // A database of its own: the read-only default would reach every other test's schema.
+    const database = `standby_${randomBytes(6).toString('hex')}`
+    await client.query(`create database ${database}`)
+    t.teardown(() => client.query(`drop database ${database} with (force)`))
+    const databaseUrl = new URL(url)
+    databaseUrl.pathname = `/${database}`
+    databaseUrl.search = '' // its schema is public
+    const app = await migratedApp(t, { databaseUrl: databaseUrl.toString() })
+    const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
+    await client.query(`alter database ${database} set default_transaction_read_only = on`)
+    for (const id of [1, 2])
+      t.match(await send(id), { statusCode: 503, headers: { 'retry-after': '1' } }, 'a refused write is 503')
+    // Read when a connection starts: one kept from the refusal would still refuse.
+    await client.query(`alter database ${database} reset default_transaction_read_only`)
+    t.equal((await send(3)).statusCode, 200, 'the next create gets a connection of its own')
   },
 )
 
