@@ -54,6 +54,7 @@ t.test(
       error('terminating connection due to administrator command', '57P01'),
       error('the database system is starting up', '57P03'),
       error('canceling statement due to statement timeout', '57014'),
+      error('cannot execute INSERT in a read-only transaction', '25006'),
       error('connect ECONNREFUSED 127.0.0.1:1', 'ECONNREFUSED'),
       error('timeout exceeded when trying to connect'),
       error('Connection terminated unexpectedly'),
