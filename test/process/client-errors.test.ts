@@ -1,11 +1,4 @@
-/**
- * Requests rejected before any route runs, over a real socket: by Node's HTTP parser
- * (node:http `clientError`), by its timeouts, and by Fastify's router. Each is
- * answered with the contract's `Error` body, `error` equal to the status, and
- * logged (openapi.yaml, info.description "Errors").
- *
- * @module
- */
+/** Requests rejected before any route runs (HTTP parser, its timeouts, router): the Error body, and logged. */
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
 import t, { type Test } from 'tap'
@@ -13,23 +6,22 @@ import { build, logSink, TOKEN } from '../helpers/app.ts'
 import { assertErrorBody, contractViolations } from '../helpers/contract.ts'
 import { connected, exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
 
-// One listening app for the file, its log lines readable; a test of other timeouts has its own.
 const { stream, lines } = logSink()
 const app = await build(t, {}, { level: 'info', stream })
 const url = await app.listen({ host: '127.0.0.1', port: 0 })
 
-/** The response is `status` with the Error body, and a request id that the log line of the rejection carries. */
+/** `status` with the Error body, and its request id in the rejection's log line. */
 function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
   assertErrorBody(t, response, status)
   const requestId = response.headers['x-request-id']
-  t.ok(requestId, 'an X-Request-Id')
+  t.ok(requestId)
   const logged = logs.some(
     (line) =>
       line.requestId === requestId &&
       line.msg === 'request rejected' &&
       (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status,
   )
-  t.ok(logged, 'the rejection is logged with the request id')
+  t.ok(logged, 'logged with the request id')
 }
 
 /** Everything received on `socket` until it closes. */
@@ -40,10 +32,9 @@ async function untilClosed(socket: Socket): Promise<string> {
   return text
 }
 
-/** The head of an authorized JSON `POST /plants`, for requests that go on in their own way. */
 const POST = requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' })
 
-/** Requests Node's HTTP parser (llhttp) refuses, and the status the client gets if not 400. */
+/** What llhttp refuses, and the status if not 400. */
 const parserErrors: Array<[string, string, number?]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n'],
   ['a request line with a method no HTTP specification defines', 'BREW /plants HTTP/1.1\r\nHost: localhost\r\n\r\n'],
@@ -108,10 +99,10 @@ t.test(
     const [head, body] = (await untilClosed(socket)).split('\r\n\r\n')
     t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
     t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
-    const found = lines.some(
-      (line) => line.msg === 'request rejected' && line.statusCode === 400 && line.code === 'HPE_INVALID_EOF_STATE',
+    const logged = lines.some(
+      (l) => l.msg === 'request rejected' && l.statusCode === 400 && l.code === 'HPE_INVALID_EOF_STATE',
     )
-    t.ok(found, 'what the parser found is logged')
+    t.ok(logged, 'the cause is logged')
   },
 )
 
