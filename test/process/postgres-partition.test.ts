@@ -8,7 +8,7 @@ import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helper
 import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
-/** Longer than the statement timeout, so that creates in flight and sent during it are answered before the heal. */
+/** Longer than the statement timeout: creates in flight and sent during it are answered before the heal. */
 const PARTITION_MS = 10000
 
 t.test(
@@ -17,12 +17,10 @@ t.test(
   async (t) => {
     const { url, client } = await postgresSchema(t)
     const proxy = await partitionProxy(t, url)
-    // The defaults (5 s and 2 s) and a little more.
     const { databaseStatementTimeoutMs, databaseConnectTimeoutMs } = testConfig()
     const boundMs = databaseStatementTimeoutMs + databaseConnectTimeoutMs + 1000
     const app = await migratedApp(t, { databaseUrl: proxy.url })
 
-    // Each create and its answer; times are `performance.now()`.
     const answers: Array<{ id: number; status: number; retryAfter: unknown; sentAt: number; answeredAt: number }> = []
     const send = async (id: number) => {
       const sentAt = performance.now()
@@ -30,7 +28,7 @@ t.test(
       answers.push({ id, status, retryAfter: headers['retry-after'], sentAt, answeredAt: performance.now() })
       return status
     }
-    // 16 clients, each sending one create after another, a new id each time.
+    // 16 clients, one create after another.
     let nextId = 1000
     let stopped = false
     const clients = Promise.all(
