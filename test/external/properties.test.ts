@@ -1,9 +1,6 @@
 /**
- * fast-check properties of createPlant. Seeded and bounded: `FC_SEED`, `FC_NUM_RUNS` (100), `FC_TIME_LIMIT_MS` (per
- * property, 8000; then it passes with the runs done). A failure replays with
- * `FC_SEED=<seed> FC_PATH=<path> npx tap <this file> --grep '<test name>'`.
- *
- * @module
+ * fast-check properties of createPlant; `FC_SEED`, `FC_NUM_RUNS` (100), `FC_TIME_LIMIT_MS` (per property, 8000). Replay
+ * a failure: `FC_SEED=<seed> FC_PATH=<path> npx tap <this file> --grep '<test name>'`.
  */
 import { deepStrictEqual, equal } from 'node:assert/strict'
 import fc from 'fast-check'
@@ -14,13 +11,11 @@ import { postPlant } from '../helpers/post-plant.ts'
 
 const { FC_SEED, FC_NUM_RUNS, FC_TIME_LIMIT_MS, FC_PATH: PATH } = process.env
 const TIME_LIMIT_MS = Number(FC_TIME_LIMIT_MS || 8000)
-/** Bytes; the apps below are built with this body limit. */
 const BODY_LIMIT = 65536
 
-// Four properties, each bounded by TIME_LIMIT_MS, plus building their apps.
 t.setTimeout(4 * TIME_LIMIT_MS + 30_000)
 
-/** Asserts that a property held on at least one run; a failure's report is in the diagnostics. */
+/** Asserts that a property held on at least one run. */
 async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promise<void> {
   const details = await fc.check(property, {
     seed: Number(FC_SEED || 20260521),
@@ -31,7 +26,7 @@ async function holds<T>(t: Test, property: fc.IAsyncPropertyWithHooks<T>): Promi
   })
   const report = fc.defaultReportMessage(details)
   t.notOk(details.failed, `holds (seed ${details.seed}, ${details.numRuns} runs)`, { report })
-  t.ok(details.numRuns > 0, 'the property was checked on at least one input')
+  t.ok(details.numRuns > 0, 'checked on at least one input')
 }
 
 const isNewPlant = schemaAt('#/components/schemas/NewPlant')
@@ -65,7 +60,7 @@ interface Generated {
   tag?: string
   extras: Record<string, unknown>
 }
-/** Whether the NewPlant schema accepts it (the bigint id is drawn from the int64 range). */
+/** Whether NewPlant accepts it (the id is drawn from int64). */
 const allowed = (p: Generated) =>
   isNewPlant({ ...p.extras, id: 0, name: p.name, ...(p.tag === undefined ? {} : { tag: p.tag }) })
 
@@ -121,7 +116,7 @@ const validBody = newPlant
 
 t.test('a valid NewPlant is answered 200 with exactly the Plant sent, and its replay the same', async (t) => {
   const app = await build(t, { bodyLimit: BODY_LIMIT })
-  // What the store holds, to know when a generated id was already taken (then 409 unless identical).
+  // Ids already taken: 409 unless identical.
   const stored = new Map<bigint, string>()
   await holds(
     t,
@@ -145,7 +140,6 @@ interface Invalid {
   payload: string | Buffer
   headers: Record<string, string>
   status: 400 | 413 | 415
-  /** The id of the plant the body was made from, if any. */
   id?: bigint
 }
 const nonString = fc.jsonValue({ maxDepth: 2 }).filter((value) => typeof value !== 'string')
@@ -167,7 +161,7 @@ const json = (payload: string | Buffer, status: Invalid['status'], kind: string)
   headers: JSON_HEADERS,
   status,
 })
-/** Media types other than `application/json`, comma-separated (the last one empty: none). */
+/** Not `application/json` (the last one empty: none). */
 const OTHER_TYPES =
   'text/plain,application/xml,text/json,application/jsonx,application/json5,application/json-patch+json,' +
   'application/x-www-form-urlencoded,multipart/form-data; boundary=x,*/*,application/*,json,'
@@ -178,11 +172,10 @@ const mediaType = fc
   )
   .filter((type) => type.split(';')[0]!.trim().toLowerCase() !== 'application/json')
 
-/** A mutation of a small valid plant: `mutate` gets its members and returns invalid cases. */
+/** Invalid cases `mutate` makes of a small valid plant's members. */
 const mutation = (mutate: (plant: Array<[string, string]>) => fc.Arbitrary<Invalid>) =>
   plainPlant.chain(({ plant }) => mutate(members(plant)).map((mutated) => ({ ...mutated, id: plant.id })))
 const without = (plant: Array<[string, string]>, key: string) => plant.filter(([k]) => k !== key)
-/** `plant` with `key`'s value replaced by the JSON text `value`: a 400 of `kind`. */
 const replaced = (plant: Array<[string, string]>, key: string, value: string, kind: string) =>
   json(jsonText([...without(plant, key), [key, value]]), 400, kind)
 
@@ -240,7 +233,6 @@ t.test('a mutated body gets 400, 413 or 415 with the Error body, never a 5xx, an
       if (id !== undefined) ids.add(id)
     }),
   )
-  // Nothing was stored: each id is still free for a first create.
   const created = await Promise.all(
     [...ids].slice(0, 50).map((id) => postPlant(app, `{"id":${id},"name":"\u00e9 after the invalid ones"}`)),
   )
@@ -288,7 +280,7 @@ t.test('a member repeated with an equal value is the same plant: 200 (RFC 8259 Â
       const first = await postPlant(app, plain)
       const again = await postPlant(app, repeated)
       deepStrictEqual(contractViolations(again), [], 'the response conforms')
-      equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'answered as the plain body: stored, or replayed')
+      equal(again.statusCode, first.statusCode === 409 ? 409 : 200, 'as the plain body')
       equal(again.body, first.body)
     }),
   )
