@@ -1,6 +1,5 @@
 /**
- * The example gateway with a recording server behind it: what nginx answers by itself (the contract's `Error` body)
- * and what it sends a replica. With the service behind it: `gateway.test.ts`.
+ * The example gateway before a recording server: what nginx answers itself and what it sends a replica.
  *
  * @module
  */
@@ -30,16 +29,15 @@ import { connected, exchange, headerLines, requestHead } from '../helpers/raw-ht
 
 const AUTHORIZED = authorized(TOKEN)
 
-/** Listens on a free port of 127.0.0.1 until teardown. @returns `127.0.0.1:<port>`, an upstream. */
+/** Listens on 127.0.0.1 until teardown. @returns its `host:port`. */
 async function upstream(server: Server) {
   await once(server.listen(0, '127.0.0.1'), 'listening')
   t.teardown(() => new Promise((resolve) => server.close(resolve)))
   return `127.0.0.1:${(server.address() as { port: number }).port}`
 }
 
-/** What the recorder received: one entry per request. */
 const seen: IncomingMessage[] = []
-/** Stands in for a replica: records each request and answers 200 with a Plant. */
+/** A replica that records each request and answers 200 with a Plant. */
 const recorder = createHttpServer((incoming, response) => {
   seen.push(incoming)
   incoming
@@ -49,14 +47,11 @@ const recorder = createHttpServer((incoming, response) => {
 t.teardown(() => recorder.closeAllConnections())
 const gateway = await startGateway(t, [await upstream(recorder)])
 
-/** An authorized `POST` of a Fern with `id`. */
 const fern = (id: number) => post(`{"id":${id},"name":"Fern"}`, AUTHORIZED)
-/** The end of a request with an empty JSON object as its body. */
 const EMPTY = 'Content-Length: 2\r\n\r\n{}'
-/** The head of an authorized `POST` to the gateway's /plants, for requests that go on in their own way. */
 const head = requestHead('POST', PLANTS, AUTHORIZED)
 
-/** Requests nginx answers itself, and the status it gives each (nothing reaches a replica). */
+/** Requests nginx answers itself, with the status. */
 const gatewayAnswers: Array<[string, string, number]> = [
   ['a malformed request line', 'GARBAGE\r\n\r\n', 400],
   ['no Host header', `POST ${PLANTS} HTTP/1.1\r\n${headerLines(AUTHORIZED)}${EMPTY}`, 400],
@@ -78,9 +73,9 @@ const gatewayAnswers: Array<[string, string, number]> = [
     431,
   ],
   ['HTTP/2.0 in an HTTP/1 request line', `POST ${PLANTS} HTTP/2.0\r\nHost: localhost\r\n\r\n`, 505],
-  // nginx refuses TRACE on every path: a method it implements for no resource, so no Allow to give.
+  // nginx refuses TRACE everywhere, so no Allow to give.
   ['TRACE', `TRACE ${PLANTS} HTTP/1.1\r\nHost: localhost\r\n\r\n`, 501],
-  // Outside the public routes (/plants and /docs under the prefix).
+  // Outside /plants and /docs under the prefix.
   ...[
     '/',
     '/plants',
@@ -96,9 +91,9 @@ t.test('what the gateway answers itself: the status, the Error body, no-store, n
     const response = await send(gateway, raw)
     errorBody(t, response, status, raw.startsWith(`POST ${PLANTS} `) ? what : undefined)
     t.equal(response.headers['cache-control'], 'no-store', `${what}: not cached`)
-    t.equal(response.headers.allow, undefined, `${what}: no Allow (nginx makes no 405)`)
-    t.equal((await gateway.accessEntry(response)).upstream, '', `${what}: nothing forwarded (access log)`)
-    t.equal(seen.length, before, `${what}: nothing reached the replica`)
+    t.equal(response.headers.allow, undefined, `${what}: no Allow`)
+    t.equal((await gateway.accessEntry(response)).upstream, '', `${what}: not forwarded`)
+    t.equal(seen.length, before, `${what}: replica saw nothing`)
   }
   const plain = await exchange({ url: gateway.origin.replace('https:', 'http:') }, fern(300))
   errorBody(t, plain, 400, 'plain HTTP to the TLS port')
@@ -108,8 +103,8 @@ t.test(
   "every path below the prefix's /plants is passed on without the prefix (an operation added there needs no change)",
   async (t) => {
     for (const path of [`${PLANTS}/9007199254740993`, `${PLANTS}/1/revisions?from=2`, `${PLANTS}-not-in-the-api`]) {
-      t.equal((await send(gateway, get(path))).statusCode, 200, `${path}: answered by the recorder`)
-      t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'which saw its own path')
+      t.equal((await send(gateway, get(path))).statusCode, 200, path)
+      t.equal(seen.at(-1)?.url, path.slice(GATEWAY_PREFIX.length), 'without the prefix')
     }
   },
 )
@@ -122,8 +117,6 @@ t.test('a replica that does not answer: 504 with the Error body after the gatewa
   errorBody(t, response, 504, '504')
 })
 
-// The service keeps a well-formed X-Request-Id and continues the trace of a traceparent: operations.test.ts,
-// tracing.test.ts.
 t.test(
   'what the gateway sends a replica: the client address set (not appended), https, the host, its request id, the ' +
     "client's traceparent, HTTP/1.1 kept alive",
@@ -137,17 +130,13 @@ t.test(
     const response = await send(gateway, post('{"id":700,"name":"Fern"}', spoofed), '127.0.0.2')
     t.equal(response.statusCode, 200)
     const { httpVersion, headers, url } = seen.at(-1)!
-    t.same(
-      [url, httpVersion, headers.connection],
-      ['/plants', '1.1', undefined],
-      'the prefix gone; HTTP/1.1 kept alive',
-    )
+    t.same([url, httpVersion, headers.connection], ['/plants', '1.1', undefined], 'no prefix; HTTP/1.1 kept alive')
     const forwarded = ['forwarded', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host'].map((h) => headers[h])
-    t.same(forwarded, [undefined, '127.0.0.2', 'https', 'localhost'], "client's address, https, Host; no Forwarded")
-    t.equal(headers['x-request-id'], response.headers['x-request-id'], "the gateway's request id, as the client's")
-    t.equal(headers.traceparent, traceparent, 'the traceparent unchanged: one trace from the client to the service')
-    t.equal(headers.authorization, `Bearer ${TOKEN}`, 'the credentials pass')
-    t.equal((await gateway.accessEntry(response)).client, '127.0.0.2', "the client's address in the access log")
+    t.same(forwarded, [undefined, '127.0.0.2', 'https', 'localhost'], 'no Forwarded')
+    t.equal(headers['x-request-id'], response.headers['x-request-id'], 'its request id')
+    t.equal(headers.traceparent, traceparent, 'traceparent kept')
+    t.equal(headers.authorization, `Bearer ${TOKEN}`, 'credentials kept')
+    t.equal((await gateway.accessEntry(response)).client, '127.0.0.2', 'logged address')
   },
 )
 
@@ -160,7 +149,7 @@ t.test('the shipped configuration passes nginx -t (with a certificate where list
   t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
 })
 
-/** A TLS connection to the gateway from `localAddress`, closed at teardown. */
+/** A TLS connection from `localAddress`, closed at teardown. */
 async function connection(t: Test, localAddress: string) {
   const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress })
   t.teardown(() => socket.destroy())
@@ -179,7 +168,7 @@ t.test(
     'addresses are served',
   async (t) => {
     for (let i = 0; i < 100; i++) {
-      // nginx sends 100 Continue once it reads the body, after the limits have counted the request.
+      // 100 Continue comes after the limits counted the request.
       const answer = await expectContinue(t, '127.0.0.3', `${head}Content-Length: 10\r\n`)
       if (!/^HTTP\/1\.1 100 /.test(answer)) t.fail(`connection ${i}: no 100 Continue`)
     }
@@ -192,13 +181,13 @@ t.test(
 )
 
 t.test('per client address, past a burst of 200 requests: 429 with Retry-After and the Error body', async (t) => {
-  // Pipelined on one connection, so they arrive together however busy the machine is.
+  // Pipelined, so they arrive together.
   const count = 1000
   const socket = await connection(t, '127.0.0.4')
   let received = ''
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
   const closed = once(socket, 'close')
-  // A public route (the limits apply where requests are forwarded); the recorder answers 200.
+  // The limits apply to forwarded routes only.
   const request = (last: boolean) =>
     `GET ${GATEWAY_PREFIX}/docs/ HTTP/1.1\r\nHost: localhost\r\n${last ? 'Connection: close\r\n' : ''}\r\n`
   socket.write(Array.from({ length: count }, (_, i) => request(i === count - 1)).join(''))
@@ -206,11 +195,11 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
   const statuses = [...received.matchAll(/HTTP\/1\.1 (\d{3}) /g)].map((match) => Number(match[1]))
   t.equal(statuses.length, count, 'every request answered')
   t.same(statuses.slice(0, 201), Array<number>(201).fill(200), 'the burst is served')
-  // How many more are served depends on how fast the served ones went (100 a second refill).
+  // How many more are served depends on speed (100/s refill).
   const limited = statuses.filter((status) => status === 429).length
   t.ok(
     limited > 0 && statuses.every((status) => status === 200 || status === 429),
-    `the rest is refused, but what the rate refilled: ${limited} of ${count}`,
+    `the rest refused but refills: ${limited}`,
   )
   const [, headText = '', rest = ''] = /(HTTP\/1\.1 429 [\s\S]*?)\r\n\r\n([\s\S]*)/.exec(received) ?? []
   const headers = Object.fromEntries(
@@ -222,11 +211,11 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
 
 t.test("the service's responses keep their own headers; the access log has no query", async (t) => {
   const created = await send(gateway, post('{"id":900,"name":"Fern"}', AUTHORIZED, `${PLANTS}?access_token=${TOKEN}`))
-  t.equal(created.statusCode, 200, 'the recorder stands in for the service here')
+  t.equal(created.statusCode, 200, 'recorder')
   const added = Object.keys(created.headers).filter((name) => ['cache-control', 'retry-after'].includes(name))
-  t.same(added, [], 'nothing added to a response of the service')
-  t.equal((await gateway.accessEntry(created)).uri, PLANTS, 'the path, without the query')
-  t.notMatch(JSON.stringify(gateway.accessLog()), TOKEN, 'no token in the access log')
+  t.same(added, [], 'nothing added')
+  t.equal((await gateway.accessEntry(created)).uri, PLANTS, 'no query')
+  t.notMatch(JSON.stringify(gateway.accessLog()), TOKEN, 'no token')
 })
 
 t.test(
@@ -234,8 +223,8 @@ t.test(
   async (t) => {
     const unauthenticated = requestHead('POST', PLANTS, { 'Content-Type': 'application/json' })
     const answer = await expectContinue(t, '127.0.0.6', `${unauthenticated}Content-Length: 65536\r\n`)
-    t.match(answer, /^HTTP\/1\.1 100 /, 'no token: 100 Continue all the same')
+    t.match(answer, /^HTTP\/1\.1 100 /, 'no token: 100 all the same')
     const tooLarge = await send(gateway, `${unauthenticated}Content-Length: 65537\r\nExpect: 100-continue\r\n\r\n`)
-    errorBody(t, tooLarge, 413) // the first response read: a 100 Continue first would fail this
+    errorBody(t, tooLarge, 413) // not a 100 first
   },
 )
