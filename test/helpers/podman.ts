@@ -1,6 +1,5 @@
 /**
- * The image under test and containers of it, through the podman CLI: single containers, and hardened replicas on the
- * host's PostgreSQL. A podman failure throws with podman's message.
+ * The image under test and its containers, through the podman CLI.
  *
  * @module
  */
@@ -15,14 +14,14 @@ import { postgresSchema, type TestContext } from './app.ts'
 import { failure, lastLine, run } from './command.ts'
 import { freePort } from './machine.ts'
 
-/** Runs `podman ARGS` (killed after `timeoutMs`). @returns its stdout, trimmed. @throws when missing or failing. */
+/** Runs `podman ARGS`. @returns its stdout, trimmed. @throws when missing or failing. */
 export async function podman(args: readonly string[], timeoutMs = 120_000) {
   return (await run('podman', args, { timeoutMs, install: 'apt-get install podman' })).stdout.trim()
 }
 
 let built: Promise<string> | undefined
 
-/** `PLANT_STORE_IMAGE`, else the Dockerfile built once (with `PODMAN_BUILD_OPTIONS`). @returns the image's name. */
+/** `PLANT_STORE_IMAGE`, else the Dockerfile built once. @returns the image's name. */
 export async function imageUnderTest() {
   const { PODMAN_BUILD_OPTIONS = '', PLANT_STORE_IMAGE } = process.env
   const [tag, root] = ['localhost/plant-store:test', fileURLToPath(new URL('../..', import.meta.url))]
@@ -48,8 +47,8 @@ export const envOptions = (env: Record<string, string>): string[] =>
 export type Container = Awaited<ReturnType<typeof runContainer>>
 
 /**
- * `podman run -d [options] image`, port 3000 published on 127.0.0.1 (`url`), removed at teardown with its volumes.
- * @returns once `GET /health/live` answers 200. @throws when it exits or is not live in time (with its logs).
+ * `podman run -d`, port 3000 on 127.0.0.1 (`url`), removed at teardown.
+ * @returns once `GET /health/live` answers 200. @throws when it exits or is not live in time.
  */
 export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], timeoutMs = 30_000) {
   const name = uniqueName('run')
@@ -73,7 +72,7 @@ export async function runContainer(t: TestContext, image: string, options: reado
   return container
 }
 
-/** Polls `probe` every 50 ms until it returns true. @throws after `timeoutMs`, or what the probe throws. */
+/** Polls `probe` every 50 ms until true. @throws after `timeoutMs`. */
 export async function waitUntil(what: string, timeoutMs: number, probe: () => Promise<boolean>) {
   const deadline = Date.now() + timeoutMs
   while (!(await probe())) {
@@ -82,10 +81,7 @@ export async function waitUntil(what: string, timeoutMs: number, probe: () => Pr
   }
 }
 
-/**
- * Spawns `command ARGS`, stopped by `signal` at teardown, and waits until `ready(stderr so far)`.
- * @throws when it exits first (with its stderr) or after `timeoutMs`.
- */
+/** Spawns `command ARGS`, stopped at teardown; waits until `ready(stderr)`. @throws when it exits first. */
 export async function startDaemon(
   t: TestContext,
   [command, ...args]: readonly string[],
@@ -108,7 +104,7 @@ export async function startDaemon(
   return child
 }
 
-/** A bearer token of the RFC 6750 §2.1 alphabet, known only to this run. */
+/** A random bearer token (RFC 6750 §2.1 alphabet). */
 export function randomToken() {
   return randomBytes(24).toString('base64url')
 }
@@ -120,7 +116,7 @@ export function hardened(tokensFile: string) {
   return [...options, '--volume', `${tokensFile}:${secret}:ro`, '--env', `PLANT_STORE_TOKENS_FILE=${secret}`]
 }
 
-/** Writes `token` to a secret file the image's user reads (removed at teardown). @returns its path. */
+/** Writes `token` to a secret file, removed at teardown. @returns its path. */
 export function tokensFile(t: TestContext, token: string) {
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-secrets-'))
   t.teardown(() => rmSync(dir, { recursive: true, force: true }))
@@ -128,7 +124,7 @@ export function tokensFile(t: TestContext, token: string) {
   return join(dir, 'tokens')
 }
 
-/** podman's default network: the host's address on it (the containers' gateway), and its IPv4 subnet. */
+/** The IPv4 gateway and subnet of podman's default network. */
 async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
   const subnets = await podman(['network', 'inspect', '--format', '{{json .Subnets}}', 'podman'])
   const ipv4 = JSON.parse(subnets).find(({ subnet }: { subnet: string }) => subnet.includes('.'))
@@ -140,8 +136,8 @@ async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
 export type Replica = Container & { readonly upstream: string; readonly address: string }
 
 /**
- * Starts `count` hardened replicas of `image` with `token` and `env` on an empty PostgreSQL schema of the host's,
- * through a socat relay on the bridge's gateway address, which they trust as a proxy. @returns once all are live.
+ * Starts `count` hardened replicas on a fresh PostgreSQL schema, via a socat relay on the bridge's gateway, which they
+ * trust as a proxy. @returns once all are live.
  */
 export async function startReplicas(
   t: TestContext,
@@ -174,7 +170,7 @@ export async function startReplicas(
 
 type LogLine = { msg: string; requestId?: string; req?: { remoteAddress?: string; remotePort?: number } }
 
-/** The "request completed" line of `requestId` and the replica that wrote it (waits up to 10 s for podman's log). */
+/** The "request completed" line of `requestId` and the replica that logged it. */
 export async function requestLine(replicas: readonly Replica[], requestId: string) {
   let found: { line: LogLine; replica: Replica } | undefined
   await waitUntil(`a replica to log request ${requestId}`, 10_000, async () => {
