@@ -1,6 +1,5 @@
 /**
- * `deploy/postgres-ha/` on this machine: etcd, two Patroni nodes (PostgreSQL 15) and HAProxy on free loopback ports,
- * the shipped files with the users and steps of docs/deployment.md; only ports and directories change (environment).
+ * `deploy/postgres-ha/` on loopback ports: etcd, two Patroni nodes and HAProxy, as docs/deployment.md runs them.
  *
  * @module
  */
@@ -17,7 +16,6 @@ import { freePort } from './machine.ts'
 import { waitUntil } from './podman.ts'
 
 const HA_DIR = fileURLToPath(new URL('../../deploy/postgres-ha/', import.meta.url))
-/** The programs the cluster needs, each with its Debian package. */
 const TOOLS = {
   '/usr/bin/etcd': 'etcd-server',
   '/usr/bin/patroni': 'patroni',
@@ -31,7 +29,7 @@ const baseEnv = (env: Record<string, string>) => ({
   ...env,
 })
 
-/** Spawns `command` as `uid`:`gid` with `env` as its whole environment; keeps the last 64 KiB of its output. */
+/** Spawns `command` as `uid`:`gid` with only `env`; keeps 64 KiB of output. */
 function startAs([uid, gid]: number[], command: string[], env: Record<string, string>, cwd: string) {
   const ids = [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups']
   const child = spawn('setpriv', [...ids, ...command], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -43,18 +41,18 @@ function startAs([uid, gid]: number[], command: string[], env: Record<string, st
   return { child, exited: new Promise((resolve) => child.on('close', resolve)), output: () => output }
 }
 
-/** Runs a command with `env` as its whole environment. @returns its stdout. */
+/** Runs a command with only `env`. @returns its stdout. */
 function runWith(command: string, args: readonly string[], env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(command, args, { env: baseEnv(env), timeout: 30_000 }, (error, stdout, stderr) => {
-      // Not error.message: it repeats the arguments, which may hold a password.
+      // error.message may hold a password.
       if (error === null) resolve(stdout)
       else reject(new Error(`${command} ${args[0]}… failed (exit ${String(error.code)}):\n${stdout}${stderr}`))
     })
   })
 }
 
-/** The fields of /proc/`pid`/stat after the command name (state, ppid, …); undefined once it is gone. */
+/** /proc/`pid`/stat after the name (state, ppid, …). */
 const procStat = (pid: number | string): string[] | undefined => {
   try {
     return /\) (.*)$/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1]?.split(' ')
@@ -65,7 +63,7 @@ const procStat = (pid: number | string): string[] | undefined => {
 /** A zombie counts as gone: nothing here reaps it. */
 const gone = (pid: number): boolean => (procStat(pid)?.[0] ?? 'Z') === 'Z'
 
-/** The postmaster of `dataDir` and its children (Patroni's postmaster is not Patroni's child). */
+/** The postmaster of `dataDir` and its children. */
 function postgresProcesses(dataDir: string): number[] {
   const pidFile = join(dataDir, 'postmaster.pid')
   const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : 0
@@ -85,9 +83,8 @@ function userIds(name: string): number[] {
 export type PatroniNode = Awaited<ReturnType<typeof startCluster>>['nodes'][number]
 
 /**
- * Starts etcd (`etcd` user, `etcd.env`), `patroni-1.yml` and `patroni-2.yml` (`postgres` user) and HAProxy; waits for
- * a Leader with a Sync Standby, creates the application's role and database with `psql`; all removed at teardown.
- * @throws without root or a package, or after `timeoutMs` (with every part's output).
+ * Starts the cluster (removed at teardown), waits for a Leader with a Sync Standby, creates the app's database.
+ * @throws without root or a package, or after `timeoutMs`.
  */
 export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [pkg]))
@@ -117,12 +114,11 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       await exited
     }
     rmSync(dir, { recursive: true, force: true })
-    // A node killed with -9 leaves its socket and lock file in Debian's socket directory.
+    // kill -9 leaves the socket and its lock.
     for (const { pgPort } of nodes)
       for (const suffix of ['', '.lock']) rmSync(`/var/run/postgresql/.s.PGSQL.${pgPort}${suffix}`, { force: true })
   })
 
-  // Debian's etcd unit: User=etcd, EnvironmentFile=/etc/default/etcd (etcd.env: KEY=value lines).
   const etcd = parseEnv(readFileSync(join(HA_DIR, 'etcd.env'), 'utf8'))
   const [peer, client] = [`http://127.0.0.1:${etcdPeer}`, `http://127.0.0.1:${etcdClient}`]
   const etcdEnv = {
@@ -141,7 +137,6 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     const [pgPort = 0, restPort = 0] = nodePorts.slice(2 * n - 2)
     const dataDir = join(pgDir, `node${n}`)
     const [rest, postgres] = [`127.0.0.1:${restPort}`, `127.0.0.1:${pgPort}`]
-    // The passwords as the docs' shell exports them.
     const env = {
       HOME: pgDir,
       PATRONI_SUPERUSER_PASSWORD: superuser,
@@ -161,19 +156,17 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       pgPort,
       restPort,
       env,
-      /** Starts Patroni (as postgres: PostgreSQL refuses root). */
       start() {
         earlier += patroni?.output() ?? ''
         patroni = startAs(postgresIds, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
       },
-      /** `kill -9` of Patroni, the postmaster and every backend at once (a machine that dies), until all are gone. */
+      /** `kill -9` of Patroni and PostgreSQL at once (a machine that dies). */
       async kill() {
         const patroniPid = patroni?.child.pid
         const pids = [...(patroniPid && !gone(patroniPid) ? [patroniPid] : []), ...postgresProcesses(dataDir)]
         spawnSync('kill', ['-KILL', ...pids.map(String)]) // a backend that exited meanwhile is no error
         await waitUntil(`${node.name}'s processes to be gone`, 10_000, async () => pids.every(gone))
       },
-      /** What Patroni and PostgreSQL wrote (the last 64 KiB). */
       output: () => (earlier + (patroni?.output() ?? '')).slice(-65536),
     }
     node.start()
@@ -209,19 +202,16 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const url = (port: number) => `postgres://plant_store:${appPassword}@127.0.0.1:${port}/plant_store`
   const cluster = {
     nodes,
-    /** `postgres://` URL of the application's role and database through HAProxy. */
+    /** The app's database through HAProxy. */
     databaseUrl: url(haproxyPort),
-    /** The node Patroni's REST API reports as leader. @throws when there is none. */
+    /** The node Patroni reports as leader. @throws when none. */
     async leader() {
       const now = await members()
       const node = nodes.find(({ name }) => now.some((member) => member.name === name && member.role === 'leader'))
       if (node === undefined) throw new Error(`no leader: ${JSON.stringify(now)}`)
       return node
     },
-    /**
-     * Waits until `patronictl list` (as the docs run it) shows `leader` as Leader and the other as Sync Standby,
-     * running, with no lag (Patroni's API), and HAProxy routes to `leader` only. @throws after `timeoutMs`.
-     */
+    /** Waits until `patronictl list` shows `leader` and a Sync Standby without lag, HAProxy routing to it. */
     async waitUntilHealthy(leader: Node, timeoutMs: number) {
       let last: unknown
       const patronictl = ['-c', join(HA_DIR, 'patroni-1.yml'), 'list', '--format', 'json']
@@ -251,7 +241,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
         },
       )
     },
-    /** Runs `sql` as the application's role on `node` directly (not through HAProxy). */
+    /** Runs `sql` as the app's role on `node`, not through HAProxy. */
     async queryOn<Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]) {
       const client = new pg.Client({ connectionString: url(node.pgPort) })
       await client.connect()
@@ -259,7 +249,6 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     },
   }
 
-  // Whichever node wins the first election leads.
   let leader: Node | undefined
   await waitUntil(
     'a leader',
@@ -267,7 +256,6 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
     async () => (leader = await cluster.leader().catch(() => undefined)) !== undefined,
   )
   await cluster.waitUntilHealthy(leader!, timeoutMs)
-  // The docs' psql step: through HAProxy, the superuser's password from the environment.
   const sql = [
     `create role plant_store login password '${appPassword}'`,
     'create database plant_store owner plant_store',
