@@ -1,6 +1,5 @@
 /**
- * `compose.yaml` as written, with podman-compose, from a copy: the secrets by the commands at its top, `up -d`, all
- * healthy, each replica hardened and reading its secrets, a plant of each known to the other, `down -v`.
+ * `compose.yaml` as written, with podman-compose.
  *
  * @module
  */
@@ -25,7 +24,7 @@ const { services, secrets } = parse(composeText, { merge: true }) as {
 }
 const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 const builtImage = services[replicaServices[0]!]!.image!
-/** The header's shell lines that make the secrets: from `mkdir` to the last `chown`. */
+/** The header's commands that make the secrets. */
 const header = composeText
   .split('\n')
   .filter((line) => line.startsWith('#   '))
@@ -34,7 +33,6 @@ const secretCommands = header.slice(
   header.findIndex((line) => line.startsWith('mkdir')),
   header.findLastIndex((line) => line.startsWith('chown')) + 1,
 )
-/** The uid that reads each secret: node, or postgres. */
 const SECRET_OWNERS: Record<string, number> = { plant_store_tokens: 1000, database_url: 1000, postgres_password: 999 }
 
 const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
@@ -58,9 +56,8 @@ const inspect = (name: string, template: string) => podman(['inspect', '--format
 const volumesOf = async () =>
   (await podman(['volume', 'ls', '--quiet', '--filter', projectFilter])).split('\n').filter(Boolean)
 
-/** The replicas' anonymous volumes (VOLUME /data), which podman-compose does not remove. */
+/** Anonymous volumes, which podman-compose leaves. */
 const anonymousVolumes = new Set<string>()
-// Whatever failed, all goes; the image tag is as it was.
 const previousImage = await podman(['image', 'inspect', '--format', '{{.Id}}', builtImage]).catch(() => undefined)
 t.teardown(async () => {
   for (const { name } of await containers().catch(() => []))
@@ -81,14 +78,10 @@ t.test(
     await podman(['tag', await imageUnderTest(), builtImage])
 
     await run('bash', ['-euo', 'pipefail', '-c', secretCommands.join('\n')], { cwd: dir })
-    t.equal(statSync(join(dir, 'secrets')).mode & 0o777, 0o700, `secrets/ mode 0700: ${secretCommands.length} lines`)
+    t.equal(statSync(join(dir, 'secrets')).mode & 0o777, 0o700, 'secrets/ mode 0700')
     for (const [name, { file }] of Object.entries(secrets)) {
       const stat = statSync(join(dir, file))
-      t.same(
-        [stat.mode & 0o777, stat.uid, stat.size > 0],
-        [0o400, SECRET_OWNERS[name], true],
-        `${file}: mode 0400, owned by uid ${SECRET_OWNERS[name]}`,
-      )
+      t.same([stat.mode & 0o777, stat.uid, stat.size > 0], [0o400, SECRET_OWNERS[name], true], file)
     }
     const token = readFileSync(join(dir, 'secrets', 'plant_store_tokens'), 'utf8')
 
@@ -102,7 +95,6 @@ t.test(
         if (/^[0-9a-f]{64}$/.test(volume)) anonymousVolumes.add(volume)
     t.same(running.map(({ service }) => service).sort(), Object.keys(services).sort(), 'one container per service')
     for (const { name, service } of running.filter(({ service }) => services[service]!.healthcheck !== undefined)) {
-      // A replica may restart (restart: unless-stopped) while PostgreSQL initializes.
       await waitUntil(`${name} (${service}) to be healthy`, 120_000, async () => {
         if ((await inspect(name, '{{.State.Status}}')) === 'created')
           throw new Error(`${name} never started: ${upErrors.join('; ')}`)
@@ -120,30 +112,26 @@ t.test(
     )
     for (const { service, name, url } of replicas) {
       const status = await podman(['exec', name, 'cat', '/proc/1/status'])
-      t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service} is published on 127.0.0.1 only`)
+      t.match(url, /^http:\/\/127\.0\.0\.1:\d+$/, `${service}: 127.0.0.1 only`)
       t.match(status, /^Uid:\s+1000\s/m, `${service}: uid 1000`)
       const secretFiles = ['/run/secrets/plant_store_tokens', '/run/secrets/database_url']
       t.equal(
         await podman(['exec', name, 'stat', '-c', '%u %a', ...secretFiles]),
         '1000 400\n1000 400',
-        `${service}: its secrets owned by uid 1000, mode 0400`,
+        `${service}: secrets 0400`,
       )
       const denied = await podman(['exec', '--user', '1001', name, 'cat', secretFiles[0]!]).catch(
         (error: { stderr: string }) => error.stderr,
       )
-      t.match(denied, /Permission denied/, `${service}: another uid is denied the tokens`)
-      t.match(status, /^CapEff:\s+0+$/m, `${service}: no capabilities (cap_drop)`)
-      t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: no privilege gain (security_opt)`)
-      t.equal(await inspect(name, '{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read-only root (read_only)`)
+      t.match(denied, /Permission denied/, `${service}: other uid denied`)
+      t.match(status, /^CapEff:\s+0+$/m, `${service}: cap_drop`)
+      t.match(status, /^NoNewPrivs:\s+1$/m, `${service}: security_opt`)
+      t.equal(await inspect(name, '{{.HostConfig.ReadonlyRootfs}}'), 'true', `${service}: read_only`)
       const memory = services[service]!.mem_limit ?? '0'
       const limit = Number(/^\d+/.exec(memory)![0]) * 1024 ** ' kmg'.indexOf(memory.at(-1)!.toLowerCase())
-      t.equal(
-        Number(await inspect(name, '{{.HostConfig.Memory}}')),
-        limit,
-        `${service}: memory limited to mem_limit ${memory}`,
-      )
+      t.equal(Number(await inspect(name, '{{.HostConfig.Memory}}')), limit, `${service}: mem_limit`)
       const pids = Number(await inspect(name, '{{.HostConfig.PidsLimit}}'))
-      t.ok(pids > 0 && pids <= 2048, `${service}: a process limit (${pids})`)
+      t.ok(pids > 0 && pids <= 2048, `${service}: pids ${pids}`)
     }
 
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
@@ -153,11 +141,11 @@ t.test(
       t.equal(created.statusCode, 200, `${replica.service} creates a plant: ${created.body}`)
       const other = replicas[(index + 1) % replicas.length]!
       const conflict = await postPlant(other.url, { ...plant, name: 'Moss' }, { headers })
-      t.equal(conflict.statusCode, 409, `other content on ${other.service}: 409 (one database)`)
+      t.equal(conflict.statusCode, 409, `${other.service}: 409, one database`)
     }
 
     await compose('down', '--volumes')
-    t.same(await containers(), [], 'down: no container of the project left')
-    t.same(await volumesOf(), [], 'down -v: the database volume is gone')
+    t.same(await containers(), [], 'down: no containers')
+    t.same(await volumesOf(), [], 'down -v: no volumes')
   },
 )
