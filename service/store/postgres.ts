@@ -8,6 +8,7 @@ import {
   type PostgresQueryResult,
   sql,
 } from 'kysely'
+import { errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
 import { mapUnavailable, type PlantRecord, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
@@ -20,13 +21,10 @@ export const QUERY_TIMEOUT_MARGIN_MS = 500
  */
 const READ_ONLY_SQL_TRANSACTION = '25006'
 
-const codeOf = (error: unknown) =>
-  typeof error === 'object' && error !== null && 'code' in error ? error.code : undefined
-
 /** SQLSTATE classes 08 and 53, 57P01–57P03, 57014 and 25006 (PostgreSQL, Appendix A), Node errnos, and pg's own. */
 function isPostgresUnavailable(error: unknown): boolean {
   if (error instanceof StoreUnavailableError) return true
-  const code = codeOf(error)
+  const code = errorCode(error)
   if (code === READ_ONLY_SQL_TRANSACTION) return true
   if (typeof code === 'string' && /^(08|53|57P0[1-3]|57014)/.test(code)) return true
   if (typeof code === 'string' && /^E[A-Z]+$/.test(code)) return true
@@ -68,7 +66,7 @@ export function openPostgres(options: StoreOptions): Store {
           pool.on('connect', (client) => client.on('error', options.onConnectionError))
           return discardingBroken(
             pool,
-            (error) => error instanceof pg.DatabaseError && codeOf(error) !== READ_ONLY_SQL_TRANSACTION,
+            (error) => error instanceof pg.DatabaseError && errorCode(error) !== READ_ONLY_SQL_TRANSACTION,
           )
         },
       }),
