@@ -33,6 +33,10 @@ interface Connection {
   /** The exchange whose body the error is in, if it was still arriving. */
   failed?: Exchange
   linger?: NodeJS.Timeout
+  /** Served, nothing owed: a member of the idle list, between `olderIdle` and `newerIdle`. */
+  idle: boolean
+  olderIdle: Connection | undefined
+  newerIdle: Connection | undefined
 }
 
 /** Writes the error's answer (status line to body) on `socket`. */
@@ -48,25 +52,52 @@ export function guardConnections(
   answer: AnswerError,
 ): (error: Error, socket: Socket) => void {
   const connections = new Map<Socket, Connection>()
-  // Served and now idle, longest idle first.
-  const idle = new Set<Socket>()
+  // Served and now idle, longest idle first: a list through the connections themselves, since a Set churned on
+  // every request left its rehashed tables as old-generation garbage (peak RSS under load).
+  let longestIdle: Connection | undefined
+  let latestIdle: Connection | undefined
+  // Only after a request, which took it off the list.
+  const becameIdle = (connection: Connection): void => {
+    connection.idle = true
+    connection.olderIdle = latestIdle
+    if (latestIdle === undefined) longestIdle = connection
+    else latestIdle.newerIdle = connection
+    latestIdle = connection
+  }
+  const leftIdle = (connection: Connection): void => {
+    if (!connection.idle) return
+    const { olderIdle, newerIdle } = connection
+    if (olderIdle === undefined) longestIdle = newerIdle
+    else olderIdle.newerIdle = newerIdle
+    if (newerIdle === undefined) latestIdle = olderIdle
+    else newerIdle.olderIdle = olderIdle
+    connection.idle = false
+    connection.olderIdle = connection.newerIdle = undefined
+  }
   server.maxConnections = limits.maxConnections
 
   // An idle keep-alive connection may be closed at any time (RFC 9112 §9.3); this keeps one place free.
   const makeRoom = (): void => {
-    if (connections.size < limits.maxConnections) return
-    const [longestIdle] = idle
-    if (longestIdle === undefined) return
-    idle.delete(longestIdle)
-    longestIdle.destroy()
+    if (connections.size < limits.maxConnections || longestIdle === undefined) return
+    const { socket } = longestIdle
+    leftIdle(longestIdle)
+    socket.destroy()
   }
 
   server.on('connection', (socket: Socket) => {
-    connections.set(socket, { socket, inFlight: [], closing: false })
+    const connection: Connection = {
+      socket,
+      inFlight: [],
+      closing: false,
+      idle: false,
+      olderIdle: undefined,
+      newerIdle: undefined,
+    }
+    connections.set(socket, connection)
     socket.once('close', () => {
-      clearTimeout(connections.get(socket)?.linger)
+      clearTimeout(connection.linger)
       connections.delete(socket)
-      idle.delete(socket)
+      leftIdle(connection)
     })
     makeRoom()
   })
@@ -87,7 +118,7 @@ export function guardConnections(
     if (!connections.has(connection.socket)) return
     if (connection.failure !== undefined) return settle(connection)
     if (connection.inFlight.length > 0) return
-    idle.add(connection.socket)
+    becameIdle(connection)
     makeRoom()
   }
 
@@ -107,7 +138,7 @@ export function guardConnections(
       }
       const exchange = { request, response }
       connection.inFlight.push(exchange)
-      idle.delete(connection.socket)
+      leftIdle(connection)
       response.once('close', () => answered(connection, exchange))
     }
     for (const handler of handlers) handler.call(server, request, response)

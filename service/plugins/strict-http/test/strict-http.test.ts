@@ -289,10 +289,10 @@ t.test(
 )
 
 t.test('at maxConnections, the longest idle connection is closed so a new client gets in', async (t) => {
-  const { app, port } = await bareApp(t, { maxConnections: 3 })
+  const { app, port } = await bareApp(t, { maxConnections: 4 })
   const sockets: Socket[] = []
   t.teardown(() => sockets.forEach((socket) => socket.destroy()))
-  const closed: boolean[] = []
+  const closed = [false, false, false]
   for (let index = 0; index < 3; index++) {
     const socket = connect(port, '127.0.0.1')
     socket.on('error', () => {})
@@ -302,12 +302,17 @@ t.test('at maxConnections, the longest idle connection is closed so a new client
     socket.write(get('/things/1'))
     await once(socket, 'data')
   }
+  // Served again, the first is now the latest idle: the second has been idle longest, and the newcomer is the fourth.
+  const [first] = sockets
+  if (first === undefined) throw new Error('no connection')
+  first.write(get('/things/2'))
+  await once(first, 'data')
   const next = await raw(port, get('/things/9', 'Connection: close\r\n'))
   t.match(next.received, /^HTTP\/1\.1 200 /, 'the newcomer is served')
-  t.ok(closed[0], 'the longest idle was closed')
+  t.strictSame(closed, [false, true, false], 'the longest idle was closed, and only it')
   const fresh = await raw(port, get('/things/10', 'Connection: close\r\n'))
   t.match(fresh.received, /^HTTP\/1\.1 200 /)
-  t.equal(app.server.maxConnections, 3)
+  t.equal(app.server.maxConnections, 4)
   const { port: single } = await bareApp(t, { maxConnections: 1 })
   t.match(
     (await raw(single, get('/things/1', 'Connection: close\r\n'))).received,
