@@ -2,7 +2,8 @@
  * Exact JSON for Fastify: integers past 2^53 reach handlers as `bigint` and go back out digit for digit.
  * README.md says what it guarantees and how to register it. @module
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Readable } from 'node:stream'
+import { errorCodes, type FastifyInstance, type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { parseJsonBody, requireIdentityUtf8 } from './body.ts'
 import { exactInt64 } from './hand-over.ts'
@@ -46,12 +47,51 @@ export interface ExactJsonOptions {
   onlyJson?: boolean
 }
 
+const { FST_ERR_CTP_BODY_TOO_LARGE, FST_ERR_CTP_INVALID_CONTENT_LENGTH } = errorCodes
+
+/**
+ * The body's bytes, read as Fastify's `parseAs: 'buffer'` reads them (the route's `bodyLimit` is 413, a
+ * `Content-Length` the body does not match 400, with Fastify's errors), but a body that came in one chunk is
+ * that chunk: Fastify copies every body into its `Buffer` pool, whose 8 KiB slabs outlived young-generation
+ * collections under load (about 11 MB more peak RSS).
+ */
+function readBody(request: FastifyRequest, payload: Readable): Promise<Uint8Array | string> {
+  const limit = request.routeOptions.bodyLimit
+  const declared = Number(request.headers['content-length'])
+  if (declared > limit) return Promise.reject(new FST_ERR_CTP_BODY_TOO_LARGE())
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let length = 0
+    const onData = (chunk: Buffer): void => {
+      length += chunk.length
+      if (length <= limit) return void chunks.push(chunk)
+      stop()
+      reject(new FST_ERR_CTP_BODY_TOO_LARGE())
+    }
+    const onError = (error: Error & { statusCode?: number }): void => {
+      stop()
+      if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400
+      reject(error)
+    }
+    const onEnd = (): void => {
+      stop()
+      if (!Number.isNaN(declared) && length !== declared) reject(new FST_ERR_CTP_INVALID_CONTENT_LENGTH())
+      else resolve(chunks.length > 1 ? Buffer.concat(chunks, length) : (chunks[0] ?? ''))
+    }
+    const stop = (): void => void payload.off('data', onData).off('end', onEnd).off('error', onError)
+    payload.on('data', onData).on('end', onEnd).on('error', onError).resume()
+  })
+}
+
+async function parseBody(request: FastifyRequest, payload: Readable): Promise<unknown> {
+  const body = await readBody(request, payload)
+  requireIdentityUtf8(request.headers['content-type'], request.headers['content-encoding'])
+  return parseJsonBody(body)
+}
+
 async function exactJson(app: FastifyInstance, options: ExactJsonOptions): Promise<void> {
   if (options.onlyJson === true) app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, async (request: FastifyRequest, body: Buffer) => {
-    requireIdentityUtf8(request.headers['content-type'], request.headers['content-encoding'])
-    return parseJsonBody(body)
-  })
+  app.addContentTypeParser('application/json', parseBody)
   app.addHook('onRoute', exactInt64)
 }
 

@@ -4,6 +4,7 @@
  *
  * @module
  */
+import { Readable } from 'node:stream'
 import Fastify, { type FastifyRequest } from 'fastify'
 import t, { type Test } from 'tap'
 import exactJson, { addInt64Format, ajvOptions, IDENTITY_ONLY, int64Format, stringify, UTF8_ONLY } from '../index.ts'
@@ -128,6 +129,45 @@ t.test("415s and 400s through Fastify's own error handler", async (t) => {
   const duplicate = await post(app, '{"id":1,"id":2}')
   t.strictSame([duplicate.statusCode, duplicate.json().code], [400, 'EXACT_JSON_INVALID_BODY'])
 })
+
+t.test(
+  'the body is read as Fastify reads it: bodyLimit, Content-Length, several chunks, a failing stream',
+  async (t) => {
+    const { app } = await orders(t)
+    const chunked = (...chunks: (string | Buffer)[]) =>
+      app.inject({
+        method: 'POST',
+        url: '/shops/1/orders',
+        payload: Readable.from(chunks),
+        headers: { 'content-type': 'application/json' },
+      })
+    t.equal((await chunked('{"id":', '9007199254740993}')).json().id, 9007199254740992, 'several chunks')
+    const huge = Buffer.alloc(700_000, 0x20)
+    const streamed = await chunked(huge, huge, '{"id":1}')
+    t.strictSame([streamed.statusCode, streamed.json().code], [413, 'FST_ERR_CTP_BODY_TOO_LARGE'], 'past bodyLimit')
+    const declared = await post(app, '{"id":1}', { 'content-length': String(2 ** 21) })
+    t.strictSame([declared.statusCode, declared.json().code], [413, 'FST_ERR_CTP_BODY_TOO_LARGE'], 'declared')
+    const short = await post(app, '{"id":1}', { 'content-length': '9' })
+    t.strictSame([short.statusCode, short.json().code], [400, 'FST_ERR_CTP_INVALID_CONTENT_LENGTH'])
+    // light-my-request hands the stream's error back: the parser made it the client's (400), unless it had a status.
+    const failing = (error: Error) => {
+      const payload: Readable = new Readable({ read: () => payload.destroy(error) })
+      return app.inject({
+        method: 'POST',
+        url: '/shops/1/orders',
+        payload,
+        headers: { 'content-type': 'application/json' },
+      })
+    }
+    await t.rejects(failing(new Error('the client went away')), { message: 'the client went away', statusCode: 400 })
+    await t.rejects(failing(Object.assign(new Error('too large'), { statusCode: 413 })), {
+      message: 'too large',
+      statusCode: 413,
+    })
+    const empty = await post(app, '')
+    t.strictSame([empty.statusCode, empty.json().code], [400, 'EXACT_JSON_INVALID_BODY'], 'no chunk at all')
+  },
+)
 
 t.test(
   'a reply without a schema, sent as the text of stringify, is exact; the serializer and the format stand alone',
