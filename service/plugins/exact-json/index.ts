@@ -51,20 +51,24 @@ const { FST_ERR_CTP_BODY_TOO_LARGE, FST_ERR_CTP_INVALID_CONTENT_LENGTH } = error
 
 /**
  * The body's bytes, read as Fastify's `parseAs: 'buffer'` reads them (the route's `bodyLimit` is 413, a
- * `Content-Length` the body does not match 400, with Fastify's errors), but a body that came in one chunk is
- * that chunk: Fastify copies every body into its `Buffer` pool, whose 8 KiB slabs outlived young-generation
- * collections under load (about 11 MB more peak RSS).
+ * `Content-Length` the body does not match 400, with Fastify's errors; a `preParsing` stream may give text and
+ * its `receivedEncodedLength`), but a body that came in one chunk is that chunk: Fastify copies every body into
+ * its `Buffer` pool, whose 8 KiB slabs outlived young-generation collections under load (about 11 MB more peak RSS).
  */
-function readBody(request: FastifyRequest, payload: Readable): Promise<Uint8Array | string> {
+function readBody(
+  request: FastifyRequest,
+  payload: Readable & { receivedEncodedLength?: number },
+): Promise<Uint8Array | string> {
   const limit = request.routeOptions.bodyLimit
   const declared = Number(request.headers['content-length'])
   if (declared > limit) return Promise.reject(new FST_ERR_CTP_BODY_TOO_LARGE())
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = []
     let length = 0
-    const onData = (chunk: Buffer): void => {
+    const onData = (data: Buffer | string): void => {
+      const chunk = typeof data === 'string' ? Buffer.from(data) : data
       length += chunk.length
-      if (length <= limit) return void chunks.push(chunk)
+      if (length <= limit && (payload.receivedEncodedLength ?? 0) <= limit) return void chunks.push(chunk)
       stop()
       reject(new FST_ERR_CTP_BODY_TOO_LARGE())
     }
@@ -75,7 +79,8 @@ function readBody(request: FastifyRequest, payload: Readable): Promise<Uint8Arra
     }
     const onEnd = (): void => {
       stop()
-      if (!Number.isNaN(declared) && length !== declared) reject(new FST_ERR_CTP_INVALID_CONTENT_LENGTH())
+      const received = payload.receivedEncodedLength || length
+      if (!Number.isNaN(declared) && received !== declared) reject(new FST_ERR_CTP_INVALID_CONTENT_LENGTH())
       else resolve(chunks.length > 1 ? Buffer.concat(chunks, length) : (chunks[0] ?? ''))
     }
     const stop = (): void => void payload.off('data', onData).off('end', onEnd).off('error', onError)

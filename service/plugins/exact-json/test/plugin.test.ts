@@ -169,6 +169,31 @@ t.test(
   },
 )
 
+t.test("a preParsing stream's text chunks and receivedEncodedLength count as Fastify counts them", async (t) => {
+  const app = Fastify({ ajv: ajvOptions })
+  t.teardown(() => app.close())
+  await app.register(exactJson)
+  // As a decoding stream does: text out, and the length it read from the client.
+  app.addHook('preParsing', async (request) =>
+    Object.assign(Readable.from(['{"id":', '9007199254740993}']), {
+      receivedEncodedLength: Number(request.headers['x-encoded-length']),
+    }),
+  )
+  app.post('/', { bodyLimit: 100, schema: { body: { type: 'object', properties: { id: int64 } } } }, (request) =>
+    stringify(request.body),
+  )
+  const send = (encodedLength: number) =>
+    app.inject({
+      method: 'POST',
+      url: '/',
+      payload: '{"id":1}',
+      headers: { 'content-type': 'application/json', 'x-encoded-length': String(encodedLength) },
+    })
+  t.strictSame([(await send(8)).statusCode, (await send(8)).body], [200, '{"id":9007199254740993}'])
+  t.equal((await send(9)).json().code, 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', 'the encoded length is the one declared')
+  t.equal((await send(101)).json().code, 'FST_ERR_CTP_BODY_TOO_LARGE', 'the encoded length is held to bodyLimit')
+})
+
 t.test(
   'a reply without a schema, sent as the text of stringify, is exact; the serializer and the format stand alone',
   async (t) => {
