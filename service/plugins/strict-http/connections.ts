@@ -33,8 +33,7 @@ interface Connection {
   /** The exchange whose body the error is in, if it was still arriving. */
   failed?: Exchange
   linger?: NodeJS.Timeout
-  /** Served, nothing owed: a member of the idle list, between `olderIdle` and `newerIdle`. */
-  idle: boolean
+  /** Its neighbours in the idle list (served, nothing owed), if it is on it. */
   olderIdle: Connection | undefined
   newerIdle: Connection | undefined
 }
@@ -58,20 +57,18 @@ export function guardConnections(
   let latestIdle: Connection | undefined
   // Only after a request, which took it off the list.
   const becameIdle = (connection: Connection): void => {
-    connection.idle = true
     connection.olderIdle = latestIdle
     if (latestIdle === undefined) longestIdle = connection
     else latestIdle.newerIdle = connection
     latestIdle = connection
   }
   const leftIdle = (connection: Connection): void => {
-    if (!connection.idle) return
     const { olderIdle, newerIdle } = connection
+    if (olderIdle === undefined && longestIdle !== connection) return
     if (olderIdle === undefined) longestIdle = newerIdle
     else olderIdle.newerIdle = newerIdle
     if (newerIdle === undefined) latestIdle = olderIdle
     else newerIdle.olderIdle = olderIdle
-    connection.idle = false
     connection.olderIdle = connection.newerIdle = undefined
   }
   server.maxConnections = limits.maxConnections
@@ -89,7 +86,6 @@ export function guardConnections(
       socket,
       inFlight: [],
       closing: false,
-      idle: false,
       olderIdle: undefined,
       newerIdle: undefined,
     }
