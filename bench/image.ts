@@ -16,7 +16,7 @@ const command = JSON.parse(/^CMD (\[.*\])\s*$/m.exec(DOCKERFILE)?.[1] ?? '[]') a
 if (command[0] !== 'node' || command.at(-1) !== 'dist/service/server.js')
   throw new Error('Dockerfile: no CMD ["node", …, "dist/service/server.js"]')
 
-/** Node's options of the image's command (`--max-semi-space-size=8`). */
+/** Node's options of the image's command (V8's semi-space size). */
 export const SERVICE_NODE_OPTIONS = command.slice(1, -1)
 
 /** The image's runtime settings, as environment variables. */
