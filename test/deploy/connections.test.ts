@@ -57,14 +57,20 @@ t.test(
       flood.push(socket)
     }
     let worstMs = 0
+    const statuses: string[] = []
     for (let id = 2, end = Date.now() + 15_000; Date.now() < end; id++) {
       const live = await exchange(service, wholeRequest('GET', '/health/live'), 10_000)
-      t.equal(live.statusCode, 200)
       const created = await send(gateway, create(id))
-      t.equal(created.statusCode, 200)
+      statuses.push(`probe ${live.statusCode}, create ${created.statusCode}`)
       worstMs = Math.max(worstMs, live.elapsedMs, created.elapsedMs)
       await new Promise((resolve) => setTimeout(resolve, 200))
     }
+    // One assertion for all rounds, so the test's count does not depend on how many fit in 15 s.
+    t.strictSame(
+      statuses.filter((pair) => pair !== 'probe 200, create 200'),
+      [],
+      `each of ${statuses.length} probes and creates answered 200`,
+    )
     t.ok(worstMs <= 5000, `the slowest probe or create took ${worstMs} ms (target 1 s)`)
     t.ok(residentMb(pid) - before <= 100, `RSS grew ${(residentMb(pid) - before).toFixed(1)} MB`)
   },
