@@ -15,22 +15,26 @@
 # NODE_ENV=production refuses to start without a token.
 #
 # Node: the current LTS line (24) on Debian bookworm, slim variant; every stage
-# starts from the same tag. No compiler is needed: better-sqlite3 ships its
-# prebuilt Node-API binary inside its npm package.
+# starts from the same tag.
 #
-# npm ci runs with --ignore-scripts: no dependency needs an install script, and
-# npm would otherwise run node-gyp (Python, make) for better-sqlite3 only
-# because the package contains a binding.gyp, even though it declares
-# "gypfile": false (npm/cli#3341, WiseLibs/better-sqlite3#1516).
+# npm ci runs with --ignore-scripts: no install script runs (.npmrc). The one
+# native addon the service loads, sqlite3 (node-sqlite3, SQLite included), is
+# compiled once in the build stage by `npm run build:sqlite3` (node-gyp: Python,
+# make, a C++ compiler, and the headers this Node image ships in /usr/local),
+# and only its binary is copied into the production dependencies.
 # npm's cache lives in a build cache mount shared by both npm stages, so it is
 # downloaded once and never lands in a layer.
 
-# Build: every dependency, then TypeScript and the Kysely bundle to dist/, and openapi.yaml beside it.
+# Build: every dependency, sqlite3's binary, then TypeScript and the Kysely bundle to dist/, and openapi.yaml beside it.
 FROM node:24-bookworm-slim AS build
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     npm ci --ignore-scripts --no-audit --no-fund
+RUN npm run build:sqlite3 -- --nodedir=/usr/local
 COPY tsconfig.json tsconfig.build.json openapi.yaml ./
 COPY service ./service
 COPY scripts ./scripts
@@ -42,6 +46,7 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
     npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+COPY --from=build /app/node_modules/sqlite3/build/Release/node_sqlite3.node ./node_modules/sqlite3/build/Release/
 
 FROM node:24-bookworm-slim AS runtime
 LABEL org.opencontainers.image.title="plant-store" \
@@ -87,7 +92,7 @@ HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
 # remains harmless if an operator prefers it.
 # --max-semi-space-size (MiB): V8's young generation grows to 3 × 16 MiB under
 # load by default; 8 holds the peak RSS down, and a request's objects still die
-# young while its batch crosses to the store's thread and back (at 4 they were
+# young while its batch is written on libuv's thread pool (at 4 they were
 # promoted, and the mark-compacts that followed tripled the p99; figures in
 # docs/benchmarks.md). The benchmark starts the service with these same options.
 CMD ["node", "--max-semi-space-size=8", "dist/service/server.js"]

@@ -10,7 +10,7 @@ import { openStore } from '../service/store/database.ts'
 import { migrateToLatest } from '../service/store/migrate.ts'
 
 const config = loadConfig(process.env)
-const store = openStore({
+const store = await openStore({
   ...config,
   onConnectionError: (error) => process.stderr.write(`plant-store migrate: connection error: ${error.message}\n`),
 })

@@ -15,16 +15,16 @@ declare module 'fastify' {
   }
 }
 
-/** @throws {ConfigError} when the store cannot be opened; `app.ready()` rejects with a `MigrationError`. */
+/** Rejects with a `ConfigError` when the store cannot be opened; `app.ready()` with a `MigrationError`. */
 async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
-  const store = openStore({
+  const store = await openStore({
     ...config,
     onConnectionError: (err) => app.log.warn({ err }, 'store connection lost'),
     /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
     onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
   })
   app.addHook('onClose', () => store.close())
-  // Awaited once every plugin is loaded: the worker's start and the migrations overlap the rest of the app's build.
+  // Awaited once every plugin is loaded: the migrations overlap the rest of the app's build.
   const migrated = config.migrateOnStart ? migrateToLatest(store) : undefined
   migrated?.catch(() => {}) // rejected: handled in onReady
   app.addHook('onReady', async () => {

@@ -4,6 +4,6 @@ import { openSqlite } from './sqlite.ts'
 import type { Store, StoreOptions } from './store.ts'
 
 /** @throws {ConfigError} when this process cannot use `DATA_DIR`. */
-export function openStore(options: StoreOptions): Store {
+export async function openStore(options: StoreOptions): Promise<Store> {
   return options.databaseUrl === undefined ? openSqlite(options) : openPostgres(options)
 }

@@ -2,8 +2,11 @@
 import type { ColumnType } from 'kysely'
 
 interface PlantTable {
-  /** SQLite returns bigint, PostgreSQL a decimal string. */
-  id: ColumnType<bigint | string, bigint, never>
+  /**
+   * Read: SQLite gives a number (exact up to 2^53; the store reads plants' ids as text), PostgreSQL a decimal string.
+   * Written and compared as a bigint.
+   */
+  id: ColumnType<number | string | bigint, bigint, never>
   name: ColumnType<string, string, never>
   tag: ColumnType<string | null, string | null, never>
   created_at: ColumnType<Date | string, never, never>

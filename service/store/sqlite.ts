@@ -1,18 +1,16 @@
 /**
- * The embedded SQLite store, its connection on a worker thread (`sqlite-worker.ts`): the event loop never waits on
- * SQLite's lock or its fsync, and only posts. A create's batch goes as its plants, to statements the worker prepared
- * once; Kysely's queries (migrations, probes) go compiled. A failing disk is 503 until it writes again
- * (docs/operations.md, "Full disk (embedded store)").
+ * The embedded SQLite store on node-sqlite3, whose statements run on libuv's thread pool: the event loop never waits
+ * on SQLite's lock or its fsync, and no second V8 isolate is needed for that. A create's batch is one multi-row insert;
+ * Kysely's queries (migrations, probes) go compiled. A failing disk is 503 until it writes again (docs/operations.md,
+ * "Full disk (embedded store)").
  *
  * @module
  */
 import { accessSync, constants, existsSync, mkdirSync } from 'node:fs'
 import { open, rm } from 'node:fs/promises'
-import { extname, join } from 'node:path'
-import { fileURLToPath } from 'node:url'
-import { Worker } from 'node:worker_threads'
+import { join } from 'node:path'
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -23,10 +21,10 @@ import {
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely'
+import sqlite3 from 'sqlite3'
 import { ConfigError } from '../config.ts'
 import { asError, errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
-import { openSqliteFile, type WorkerData, type WorkerRequest, type WorkerResponse } from './sqlite-worker.ts'
 import {
   mapUnavailable,
   type PlantRecord,
@@ -44,13 +42,10 @@ const PROBE_BYTES = 64 * 1024
 export const PROBE_FILE = '.plant-store-probe'
 
 /**
- * SQLite's wait for another process's lock, on the worker. A create can wait for the batch ahead of it and then its
- * own: twice this stays well below 8 s (docs/operations.md, "Storage").
+ * SQLite's wait for another process's lock, on a thread of the pool. A create can wait for the batch ahead of it and
+ * then its own: twice this stays well below 8 s (docs/operations.md, "Storage").
  */
 export const BUSY_TIMEOUT_MS = 2500
-
-/** The worker's module beside this one: `.ts` when run from source, `.js` from `dist/`. */
-const WORKER_URL = new URL(`./sqlite-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url)
 
 const SQLITE_BUSY = new Set(['SQLITE_BUSY', 'SQLITE_BUSY_SNAPSHOT', 'SQLITE_BUSY_TIMEOUT', 'SQLITE_LOCKED'])
 
@@ -110,23 +105,33 @@ class DiskState {
   /* c8 ignore stop */
 }
 
-/** @throws {ConfigError} naming `DATA_DIR` and why, when this process cannot use it (before the worker starts). */
-export function openSqlite(options: StoreOptions): Store {
+/**
+ * Opens the store in `DATA_DIR`.
+ * @throws {ConfigError} naming `DATA_DIR` and why, when this process cannot use it or its file is not a database.
+ */
+export async function openSqlite(options: StoreOptions): Promise<Store> {
   const file = join(options.dataDir, SQLITE_FILE)
-  checkUsable(options.dataDir, file)
+  let connection: SqliteConnection
+  try {
+    checkWritable(options.dataDir, file)
+    connection = await SqliteConnection.open(file)
+  } catch (error) {
+    const { message } = asError(error)
+    const code = codeOf(error)
+    const reason = code.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
+    throw new ConfigError(`Refusing to start: DATA_DIR (${options.dataDir}) cannot be used: ${reason}`, {
+      cause: error,
+    })
+  }
   const disk = new DiskState(options.dataDir, options.onWriteFailure)
   const isUnavailable = (error: unknown) =>
     error instanceof StoreUnavailableError || SQLITE_BUSY.has(codeOf(error)) || isDiskFailure(error)
-  const connection = new WorkerConnection({
-    startWorker: () => startSqliteWorker(file),
-    onResult: (wrote, error) => {
-      if (wrote) disk.wrote()
-      /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
-      if (error !== undefined && isDiskFailure(error)) disk.failed(error)
-    },
-    onWorkerGone: options.onConnectionError,
-  })
-  const db = new Kysely<StoreSchema>({ dialect: mapUnavailable(new SqliteWorkerDialect(connection), isUnavailable) })
+  connection.onResult = (wrote, error) => {
+    if (wrote) disk.wrote()
+    /* c8 ignore next -- a failing disk needs root: test/services/file-systems.test.ts */
+    if (error !== undefined && isDiskFailure(error)) disk.failed(error)
+  }
+  const db = new Kysely<StoreSchema>({ dialect: mapUnavailable(new SqliteStoreDialect(connection), isUnavailable) })
   return {
     db,
     dialect: 'sqlite',
@@ -142,61 +147,39 @@ export function openSqlite(options: StoreOptions): Store {
   }
 }
 
-/** A worker owning a connection to `file`, which must be usable; see {@link WorkerConnection}. */
-export function startSqliteWorker(file: string): Worker {
-  return new Worker(WORKER_URL, { workerData: { file, busyTimeoutMs: BUSY_TIMEOUT_MS } satisfies WorkerData })
-}
-
-/** Checks write access first (SQLite would open the file read-only, and fail later), then opens and closes it once. */
-function checkUsable(dataDir: string, file: string): void {
+/** Write access first: SQLite would open the file read-only, and fail later. */
+function checkWritable(dataDir: string, file: string): void {
   try {
-    try {
-      mkdirSync(dataDir, { recursive: true })
-    } catch {
-      // Recursive mkdir reports ENOENT for any failure; a plain one tells the reason.
-      mkdirSync(dataDir)
-    }
-    accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK)
-    for (const path of [file, `${file}-wal`, `${file}-shm`]) {
-      if (existsSync(path)) accessSync(path, constants.R_OK | constants.W_OK)
-    }
-    openSqliteFile(file, BUSY_TIMEOUT_MS).close()
-  } catch (error) {
-    const { message } = asError(error)
-    const code = codeOf(error)
-    const reason = code.startsWith('SQLITE_') ? `${SQLITE_FILE}: ${message} (${code})` : message
-    throw new ConfigError(`Refusing to start: DATA_DIR (${dataDir}) cannot be used: ${reason}`, { cause: error })
+    mkdirSync(dataDir, { recursive: true })
+  } catch {
+    // Recursive mkdir reports ENOENT for any failure; a plain one tells the reason.
+    mkdirSync(dataDir)
+  }
+  accessSync(dataDir, constants.R_OK | constants.W_OK | constants.X_OK)
+  for (const path of [file, `${file}-wal`, `${file}-shm`]) {
+    if (existsSync(path)) accessSync(path, constants.R_OK | constants.W_OK)
   }
 }
 
-interface WorkerConnectionConfig {
-  /** Starts a worker running `sqlite-worker.ts`; called on first use, and again after one stopped. */
-  readonly startWorker: () => Worker
-  /** Each request's outcome: `wrote` a change outside a transaction, or its error. */
-  readonly onResult?: (wrote: boolean, error?: Error) => void
-  /** A worker that failed or exited by itself; its requests were rejected with {@link StoreUnavailableError}. */
-  readonly onWorkerGone?: (error: Error) => void
-}
+/** Kysely's SQLite dialect on the store's one {@link SqliteConnection}. */
+export class SqliteStoreDialect implements Dialect {
+  private readonly connection: SqliteConnection
 
-/** Kysely's SQLite dialect on a {@link WorkerConnection}. */
-export class SqliteWorkerDialect implements Dialect {
-  private readonly connection: WorkerConnection
-
-  constructor(connection: WorkerConnection) {
+  constructor(connection: SqliteConnection) {
     this.connection = connection
   }
 
   createAdapter = () => new SqliteAdapter()
-  createDriver = (): Driver => new SqliteWorkerDriver(this.connection)
+  createDriver = (): Driver => new SqliteStoreDriver(this.connection)
   createIntrospector = (db: Parameters<Dialect['createIntrospector']>[0]) => new SqliteIntrospector(db)
   createQueryCompiler = () => new SqliteQueryCompiler()
 }
 
-/** One connection: Kysely lends it to one user at a time (SQLite's adapter), so a transaction is never interleaved. */
-class SqliteWorkerDriver implements Driver {
-  private readonly connection: WorkerConnection
+/** One connection: Kysely lends it to one user at a time (its single-connection mutex), so a transaction is whole. */
+class SqliteStoreDriver implements Driver {
+  private readonly connection: SqliteConnection
 
-  constructor(connection: WorkerConnection) {
+  constructor(connection: SqliteConnection) {
     this.connection = connection
   }
 
@@ -225,70 +208,122 @@ class SqliteWorkerDriver implements Driver {
   }
 }
 
-const STOPPED_IN_TRANSACTION = "The store's worker stopped during the transaction"
-
-type Answer = Exclude<WorkerResponse, { readonly error: object }>
-
-interface Pending {
-  readonly resolve: (answer: Answer) => void
-  readonly reject: (error: unknown) => void
+/** An error of node-sqlite3's: its message is prefixed with its code (`SQLITE_BUSY: database is locked`). */
+function sqliteError(error: Error): Error {
+  return Object.assign(new Error(error.message.replace(/^SQLITE_\w+: /, '')), {
+    name: 'SqliteError',
+    code: codeOf(error),
+  })
 }
 
 /**
- * The one connection, in the worker: posts each request and settles it with the answer; keeps the process alive only
- * while one is pending. A batch posted during a transaction of Kysely's runs after it (the worker defers it).
+ * A bigint as its decimal text: node-sqlite3 binds a bigint as NULL. SQLite stores such text in an INTEGER column, or
+ * compares it with one, as the exact 64-bit integer (sqlite.org/datatype3.html, "Type Affinity").
  */
-export class WorkerConnection implements DatabaseConnection {
-  private readonly config: WorkerConnectionConfig
-  private worker: Worker | undefined
-  private readonly pending = new Map<number, Pending>()
-  private nextId = 0
-  private closed = false
-  /** The worker whose connection holds the open transaction: no statement of it may run on another. */
-  private transactionOn: Worker | undefined
+const bindable = (value: unknown) => (typeof value === 'bigint' ? value.toString() : value)
 
-  constructor(config: WorkerConnectionConfig) {
-    this.config = config
-  }
+/** Kysely's node kinds whose statements give rows (a raw query may). */
+const ROW_KINDS = new Set(['SelectQueryNode', 'RawNode'])
 
-  /** @returns the rows already stored under the ids of `plants`; see {@link Store.insertNew}. */
-  async insertNew(plants: readonly PlantRecord[]): Promise<ReadonlyMap<bigint, PlantRecord>> {
-    const { rows } = await this.post((id) => ({ id, plants }))
-    const existing = new Map<bigint, PlantRecord>()
-    for (const row of rows) if (isPlant(row)) existing.set(row.id, row)
-    return existing
-  }
+/** `insert … returning` rows; the rows of `plantsFound` have the id as text too. */
+interface PlantRow {
+  readonly id: string
+  readonly name: string
+  readonly tag: string | null
+}
 
-  async executeQuery<R>({ sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
-    if (this.transactionOn !== undefined && this.transactionOn !== this.worker)
-      throw new StoreUnavailableError(STOPPED_IN_TRANSACTION)
-    const { rows, changes, lastInsertRowid } = await this.post((id) => ({ id, sql, parameters }))
-    return {
-      // Kysely types each query's rows; SQLite gives them untyped.
-      rows: rows as R[],
-      numAffectedRows: changes === undefined ? undefined : BigInt(changes),
-      insertId: lastInsertRowid === undefined ? undefined : BigInt(lastInsertRowid),
-    }
-  }
+/**
+ * The one connection, with node-sqlite3's serialized mode: statements run in the order they are issued, one at a time,
+ * on the thread pool. A batch issued during a transaction of Kysely's waits for its end, never joining it. Integers
+ * are read as JS numbers (exact up to 2^53); the plants' ids cross as text, so they stay exact.
+ */
+export class SqliteConnection implements DatabaseConnection {
+  private readonly database: sqlite3.Database
+  /** Settles when the open transaction ends; batches wait for it. */
+  private transaction: Promise<void> | undefined
+  private endTransaction: (() => void) | undefined
+  /** Each statement's outcome: `wrote` a change outside a transaction, or its error. */
+  onResult: ((wrote: boolean, error?: Error) => void) | undefined
 
-  async begin(): Promise<void> {
-    await this.executeQuery(CompiledQuery.raw('begin'))
-    this.transactionOn = this.worker
+  private constructor(database: sqlite3.Database) {
+    this.database = database
   }
 
   /**
-   * A transaction whose worker stopped was rolled back with its connection: its commit fails as unavailable, its
-   * rollback has nothing left to do. A failed commit keeps it open for the rollback that follows.
+   * Opens `file` (created if missing; its directory must exist) in WAL mode with `synchronous=FULL`: a commit is
+   * durable when it resolves (sqlite.org/pragma.html#pragma_synchronous).
+   * @throws SQLite's error (`SQLITE_NOTADB`, `SQLITE_CANTOPEN`, …), the file closed again.
    */
-  async end(statement: 'commit' | 'rollback'): Promise<void> {
-    const lost = this.transactionOn !== undefined && this.transactionOn !== this.worker
-    if (lost && statement === 'commit') throw new StoreUnavailableError(STOPPED_IN_TRANSACTION)
+  static async open(file: string, busyTimeoutMs = BUSY_TIMEOUT_MS): Promise<SqliteConnection> {
+    const database = await new Promise<sqlite3.Database>((resolve, reject) => {
+      const opened: sqlite3.Database = new sqlite3.Database(file, (error) =>
+        error === null ? resolve(opened) : reject(sqliteError(error)),
+      )
+    })
+    database.serialize()
+    database.configure('busyTimeout', busyTimeoutMs)
+    const connection = new SqliteConnection(database)
     try {
-      if (!lost) await this.executeQuery(CompiledQuery.raw(statement))
-    } finally {
-      if (statement === 'rollback') this.transactionOn = undefined
+      await connection.all('pragma journal_mode = WAL', [])
+      await connection.all('pragma synchronous = FULL', [])
+    } catch (error) {
+      await connection.close()
+      throw error
     }
-    this.transactionOn = undefined
+    return connection
+  }
+
+  /**
+   * One multi-row insert of the plants whose id is new (atomic, durable when it resolves), then a read of the others.
+   * @returns the rows already stored under the ids of `plants`; see {@link Store.insertNew}.
+   */
+  async insertNew(plants: readonly PlantRecord[]): Promise<ReadonlyMap<bigint, PlantRecord>> {
+    while (this.transaction !== undefined) await this.transaction
+    const values: unknown[] = []
+    for (const { id, name, tag } of plants) values.push(id.toString(), name, tag)
+    const inserted = await this.all<PlantRow>(
+      `insert into plant (id, name, tag) values ${plants.map(() => '(?, ?, ?)').join(', ')} ` +
+        'on conflict do nothing returning cast(id as text) as id',
+      values,
+    )
+    this.onResult?.(inserted.length > 0)
+    const existing = new Map<bigint, PlantRecord>()
+    if (inserted.length === plants.length) return existing
+    const insertedIds = new Set(inserted.map((row) => row.id))
+    const others = plants.filter(({ id }) => !insertedIds.has(id.toString())).map(({ id }) => id.toString())
+    const found = await this.all<PlantRow>(
+      `select cast(id as text) as id, name, tag from plant where id in (${others.map(() => '?').join(', ')})`,
+      others,
+    )
+    for (const { id, name, tag } of found) existing.set(BigInt(id), { id: BigInt(id), name, tag })
+    return existing
+  }
+
+  async executeQuery<R>({ query, sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
+    const values = parameters.map(bindable)
+    if (ROW_KINDS.has(query.kind) || 'returning' in query) return { rows: await this.all<R>(sql, values) }
+    const { changes, lastID } = await this.run(sql, values)
+    return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastID) }
+  }
+
+  async begin(): Promise<void> {
+    this.transaction = new Promise((resolve) => (this.endTransaction = resolve))
+    try {
+      await this.run('begin', [])
+    } catch (error) {
+      this.transactionEnded()
+      throw error
+    }
+  }
+
+  /** A failed commit keeps the transaction open for the rollback that follows. */
+  async end(statement: 'commit' | 'rollback'): Promise<void> {
+    try {
+      await this.run(statement, [])
+      this.transactionEnded()
+    } finally {
+      if (statement === 'rollback') this.transactionEnded()
+    }
   }
 
   // eslint-disable-next-line require-yield
@@ -296,62 +331,48 @@ export class WorkerConnection implements DatabaseConnection {
     throw new Error('The embedded store does not stream queries')
   }
 
-  /** Closes the database in the worker (so the last connection removes the WAL file), then waits for it to exit. */
-  async close(): Promise<void> {
-    this.closed = true
-    const worker = this.worker
-    if (worker === undefined) return
-    worker.ref()
-    const exited = new Promise((resolve) => worker.once('exit', resolve))
-    worker.postMessage(null)
-    await exited
+  /** After the statements issued before it; the last connection to close removes the WAL file. */
+  close(): Promise<void> {
+    return new Promise((resolve, reject) =>
+      this.database.close((error) =>
+        /* c8 ignore next -- no statement is left unfinalized (db.all and db.run finalize theirs): nothing to fail */
+        error === null ? resolve() : reject(sqliteError(error)),
+      ),
+    )
   }
 
-  private post(request: (id: number) => WorkerRequest): Promise<Answer> {
-    const worker = (this.worker ??= this.start())
+  private transactionEnded(): void {
+    this.endTransaction?.()
+    this.transaction = undefined
+    this.endTransaction = undefined
+  }
+
+  private all<R>(text: string, values: readonly unknown[]): Promise<R[]> {
+    return new Promise((resolve, reject) =>
+      this.database.all<R>(text, values, (error, rows) => {
+        if (error === null) return resolve(rows)
+        reject(this.failed(error))
+      }),
+    )
+  }
+
+  private run(text: string, values: readonly unknown[]): Promise<sqlite3.RunResult> {
     return new Promise((resolve, reject) => {
-      const id = this.nextId++
-      if (this.pending.size === 0) worker.ref()
-      this.pending.set(id, { resolve, reject })
-      worker.postMessage(request(id))
+      const settle = (error: Error | null, result: sqlite3.RunResult) => {
+        if (error !== null) return reject(this.failed(error))
+        this.onResult?.(result.changes > 0 && this.transaction === undefined)
+        resolve(result)
+      }
+      // node-sqlite3 gives `changes` and `lastID` as the callback's `this`.
+      this.database.run(text, values, function (this: sqlite3.RunResult, error: Error | null) {
+        settle(error, this)
+      })
     })
   }
 
-  private start(): Worker {
-    const worker = this.config.startWorker()
-    worker.unref()
-    worker.on('message', (response: WorkerResponse) => this.answer(worker, response))
-    worker.on('error', (error) => this.gone(worker, error))
-    worker.on('exit', (code) => this.gone(worker, new Error(`The store's worker exited with code ${code}`)))
-    return worker
+  private failed(error: Error): Error {
+    const failure = sqliteError(error)
+    this.onResult?.(false, failure)
+    return failure
   }
-
-  private answer(worker: Worker, response: WorkerResponse): void {
-    const pending = this.pending.get(response.id)
-    this.pending.delete(response.id)
-    if (this.pending.size === 0) worker.unref()
-    if (response.error !== undefined) {
-      const error = Object.assign(new Error(response.error.message), { name: 'SqliteError', code: response.error.code })
-      this.config.onResult?.(false, error)
-      pending?.reject(error)
-      return
-    }
-    this.config.onResult?.(response.wrote)
-    pending?.resolve(response)
-  }
-
-  /** Fails what it had pending; the next query starts a new worker. */
-  private gone(worker: Worker, cause: Error): void {
-    if (this.worker !== worker) return
-    this.worker = undefined
-    const error = new StoreUnavailableError("The store's worker stopped", { cause })
-    for (const pending of this.pending.values()) pending.reject(error)
-    this.pending.clear()
-    if (!this.closed) this.config.onWorkerGone?.(cause)
-  }
-}
-
-/** A row of the worker's plant statements. */
-function isPlant(row: unknown): row is PlantRecord {
-  return typeof row === 'object' && row !== null && 'id' in row && typeof row.id === 'bigint'
 }

@@ -4,11 +4,11 @@
  * @module
  */
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
 import pg from 'pg'
 import t from 'tap'
 import { SQLITE_FILE } from '../../service/store/sqlite.ts'
-import { build, freshStore } from '../helpers/app.ts'
+import { build, freshStore, sqliteFile } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
 interface Row {
@@ -29,10 +29,9 @@ async function storedRows(id: string): Promise<Row[]> {
     const query = client.query<Row>('select id::text as id, name, tag from plant where id = $1::bigint', [id])
     return (await query.finally(() => client.end())).rows
   }
-  const db = new SQLite(join(store.dataDir, SQLITE_FILE), { readonly: true })
-  const rows = db.prepare('select cast(id as text) as id, name, tag from plant where id = ?').all(BigInt(id))
-  db.close()
-  return rows as Row[]
+  const db = await sqliteFile(join(store.dataDir, SQLITE_FILE))
+  const query = sql<Row>`select cast(id as text) as id, name, tag from plant where id = ${BigInt(id)}`.execute(db)
+  return (await query.finally(() => db.destroy())).rows
 }
 
 t.test('the same id and content is a replay: 200 with the stored Plant, stored once', async (t) => {

@@ -1,6 +1,6 @@
 /**
  * docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures of
- * one create over its own connection, on the main thread and each worker, with the service's defaults.
+ * one create over its own connection, with the service's defaults.
  *
  * @module
  */
@@ -20,28 +20,18 @@ const root = fileURLToPath(new URL('../../', import.meta.url))
 const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
 /** The messages of a request's one log line, written once it is answered. */
 const LOGGED_END = new Set(['request completed', 'request errored'])
-/** How the doc marks an entry that runs on a worker thread. */
-const WORKER_MARK = '(worker thread)'
-
-/** The doc's ordered list: each entry's path, and whether it runs on a worker thread. */
-function documentedPath(): Array<{ file: string; onWorker: boolean }> {
+/** The doc's ordered list: each entry's path. */
+function documentedPath(): string[] {
   const text = readFileSync(join(root, 'docs/development.md'), 'utf8')
   const lines = text.slice(text.indexOf(LIST_HEADING)).split('\n')
   const first = lines.findIndex((line) => line.startsWith('1. '))
   const end = lines.findIndex((line, index) => index > first && !/^\d+\. /.test(line))
-  return lines
-    .slice(first, end === -1 ? undefined : end)
-    .map((line) => ({ file: /`([^`]+)`/.exec(line)?.[1] ?? line, onWorker: line.includes(WORKER_MARK) }))
+  return lines.slice(first, end === -1 ? undefined : end).map((line) => /`([^`]+)`/.exec(line)?.[1] ?? line)
 }
 
-/** A thread's profiler. */
-type Post = (method: string, params?: object) => Promise<unknown>
-
 /** The scripts of service/ with a function called since the last take. */
-async function takeCoverage(post: Post): Promise<string[]> {
-  const { result } = (await post('Profiler.takePreciseCoverage')) as {
-    result: Array<{ url: string; functions: Array<{ ranges: Array<{ count: number }> }> }>
-  }
+async function takeCoverage(session: Session): Promise<string[]> {
+  const { result } = await session.post('Profiler.takePreciseCoverage')
   return result
     .filter(({ url }) => url.startsWith('file:') && relative(root, fileURLToPath(url)).startsWith('service/'))
     .filter(({ functions }) => functions.some(({ ranges }) => (ranges[0]?.count ?? 0) > 0))
@@ -60,7 +50,7 @@ const unique = (files: string[]) => [...new Set(files)].sort()
 t.test('the files a POST /plants runs through are the ones docs/development.md lists', async (t) => {
   const documented = documentedPath()
   t.ok(documented.length > 0 && documented.length <= 12, `at most 12 files to read (${documented.length})`)
-  t.equal(new Set(documented.map(({ file }) => file)).size, documented.length, 'each listed once')
+  t.equal(new Set(documented).size, documented.length, 'each listed once')
 
   const session = new Session()
   session.connect()
@@ -68,42 +58,12 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   const coverage = { callCount: true, detailed: true }
   await session.post('Profiler.enable')
   await session.post('Profiler.startPreciseCoverage', coverage)
-  const workers: Post[] = []
-  const answers = new Map<number, (message: { result?: unknown; error?: unknown }) => void>()
-  let nextId = 1
-  session.on('NodeWorker.receivedMessageFromWorker', ({ params }) => {
-    const message = JSON.parse(params.message) as { id?: number; result?: unknown; error?: unknown }
-    if (message.id !== undefined) answers.get(message.id)?.(message)
-  })
-  // Each worker waits until its profiler runs, so none of its code goes unseen.
-  const attached: Array<Promise<void>> = []
-  session.on('NodeWorker.attachedToWorker', ({ params: { sessionId } }) => {
-    const post: Post = (method, params = {}) =>
-      new Promise((resolve, reject) => {
-        const id = nextId++
-        answers.set(id, (answer) => (answer.error === undefined ? resolve(answer.result) : reject(answer.error)))
-        void session.post('NodeWorker.sendMessageToWorker', {
-          sessionId,
-          message: JSON.stringify({ id, method, params }),
-        })
-      })
-    workers.push(post)
-    attached.push(
-      (async () => {
-        await post('Profiler.enable')
-        await post('Profiler.startPreciseCoverage', coverage)
-        await post('Runtime.runIfWaitingForDebugger')
-      })(),
-    )
-  })
-  await session.post('NodeWorker.enable', { waitForDebuggerOnStart: true })
 
   const { stream, lines } = logSink()
   const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: t.testdir() })
   const app = await createApp(config, { ...loggerOptions('info', false), stream })
   t.teardown(() => app.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  await Promise.all(attached)
   const closed: Array<Promise<void>> = []
   app.server.on('connection', (socket: Socket) => closed.push(new Promise((resolve) => socket.once('close', resolve))))
 
@@ -115,17 +75,12 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
     while (!lines.some((line) => line.requestId === `path-${id}` && LOGGED_END.has(String(line.msg))))
       await new Promise((resolve) => setImmediate(resolve))
   }
-  const take = async () => ({
-    main: unique(await takeCoverage((method) => session.post(method))),
-    worker: unique((await Promise.all(workers.map(takeCoverage))).flat()),
-  })
+  const take = async () => unique(await takeCoverage(session))
 
   await create(1)
   await take()
   await create(2)
   const measured = await take()
 
-  const listed = (worker: boolean) => unique(documented.filter((d) => d.onWorker === worker).map(({ file }) => file))
-  t.same(measured.main, listed(false), 'the main thread runs the files listed')
-  t.same(measured.worker, listed(true), `the worker threads run the files marked ${WORKER_MARK}`)
+  t.same(measured, unique(documented), 'it runs the files listed')
 })

@@ -9,15 +9,15 @@ import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { Writable } from 'node:stream'
-import SQLite from 'better-sqlite3'
 import type { FastifyInstance, FastifyServerOptions } from 'fastify'
+import { Kysely, sql } from 'kysely'
 import pg from 'pg'
 import tap, { type Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.ts'
 import { loadConfig } from '../../service/config.ts'
 import { openStore } from '../../service/store/database.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
-import { SQLITE_FILE } from '../../service/store/sqlite.ts'
+import { SQLITE_FILE, SqliteConnection, SqliteStoreDialect } from '../../service/store/sqlite.ts'
 import type { StoreOptions } from '../../service/store/store.ts'
 
 /** A test's tap object, as much of it as the helpers need. */
@@ -75,9 +75,17 @@ export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataD
 /** Drops table `plant` behind a running app's back: its next create fails (500). */
 export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>): Promise<void> {
   if (store.databaseUrl !== undefined) return query(store.databaseUrl, 'drop table plant')
-  const db = new SQLite(join(store.dataDir, SQLITE_FILE))
-  db.exec('drop table plant')
-  db.close()
+  const db = await sqliteFile(join(store.dataDir, SQLITE_FILE))
+  await sql`drop table plant`.execute(db).finally(() => db.destroy())
+}
+
+/**
+ * A connection of its own to an embedded store's `file`, through the service's connection: the same copy of SQLite as
+ * the service in this process. Another copy would not see its locks, and closing would drop them
+ * (sqlite.org/howtocorrupt.html, 2.2). Integers read as numbers; `cast(id as text)` reads an id exactly.
+ */
+export async function sqliteFile(file: string): Promise<Kysely<Record<string, never>>> {
+  return new Kysely({ dialect: new SqliteStoreDialect(await SqliteConnection.open(file)) })
 }
 
 /** A token valid in every app built by {@link build}. */
@@ -126,7 +134,7 @@ export async function migratedApp(
   overrides: Partial<AppConfig> & { databaseUrl: string },
 ): Promise<FastifyInstance> {
   const { dataDir } = await freshStore(t)
-  const store = openStore(storeOptions({ dataDir, databaseUrl: overrides.databaseUrl }))
+  const store = await openStore(storeOptions({ dataDir, databaseUrl: overrides.databaseUrl }))
   await migrateToLatest(store).finally(() => store.close())
   return build(t, { dataDir, ...overrides, migrateOnStart: false })
 }

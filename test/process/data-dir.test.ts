@@ -8,13 +8,13 @@
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
 import t from 'tap'
 import { createApp } from '../../service/app.ts'
 import { openStore } from '../../service/store/database.ts'
 import { SQLITE_FILE } from '../../service/store/sqlite.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
-import { storeOptions, testConfig } from '../helpers/app.ts'
+import { sqliteFile, storeOptions, testConfig } from '../helpers/app.ts'
 import { run } from '../helpers/command.ts'
 
 /** Starting the app on the embedded store in `dataDir`. */
@@ -42,12 +42,17 @@ t.test('a DATA_DIR that cannot be created stops the start with a message naming 
 })
 
 t.test(
-  "a store file that is not a database stops the start, naming DATA_DIR, the file and SQLite's reason",
+  "a store file that is not a database, or cannot be opened, stops the start, naming DATA_DIR, the file and SQLite's reason",
   async (t) => {
     const dataDir = t.testdir({
       [SQLITE_FILE]: 'not a database, just text that is long enough to have a header'.repeat(10),
     })
     await t.rejects(start(dataDir), refusal(dataDir, `${SQLITE_FILE}: file is not a database (SQLITE_NOTADB)`))
+    const directory = t.testdir({ [SQLITE_FILE]: {} })
+    await t.rejects(
+      start(directory),
+      refusal(directory, `${SQLITE_FILE}: unable to open database file (SQLITE_CANTOPEN)`),
+    )
   },
 )
 
@@ -55,23 +60,23 @@ t.test(
   'a store migrated by a newer release stops the start, naming the unknown migration, and is released',
   async (t) => {
     const dataDir = t.testdir()
-    const store = openStore(storeOptions({ dataDir, databaseUrl: undefined }))
+    const store = await openStore(storeOptions({ dataDir, databaseUrl: undefined }))
     await migrateToLatest(store)
     const wal = join(dataDir, `${SQLITE_FILE}-wal`)
     t.ok(existsSync(wal), 'an open store has its write-ahead log')
     await store.close()
     t.notOk(existsSync(wal), 'the last connection to close removes it')
-    const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
-    sqlite
-      .prepare(`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`)
-      .run()
+    const sqlite = await sqliteFile(join(dataDir, SQLITE_FILE))
+    await sql`insert into kysely_migration (name, timestamp) values ('9999-from-the-future', '2099-01-01T00:00:00Z')`.execute(
+      sqlite,
+    )
     const refused = {
       name: 'MigrationError',
       message: /migrated by a newer release.*9999-from-the-future.*refusing to start/,
     }
     await t.rejects(start(dataDir), refused)
-    sqlite.prepare(`delete from kysely_migration where name = '0001-create-plant'`).run()
-    sqlite.close()
+    await sql`delete from kysely_migration where name = '0001-create-plant'`.execute(sqlite)
+    await sqlite.destroy()
     await t.rejects(start(dataDir), refused, 'as many migrations recorded as this release knows, but another one')
     t.notOk(existsSync(wal), 'no connection of the refused start is left open')
   },

@@ -103,7 +103,7 @@ t.test(
     const proxy = await partitionProxy(t, url)
     const statementTimeoutMs = 300
     const options = { databaseUrl: proxy.url, databasePoolSize: 1, databaseStatementTimeoutMs: statementTimeoutMs }
-    const store = openStore(storeOptions({ dataDir: t.testdir(), ...options }))
+    const store = await openStore(storeOptions({ dataDir: t.testdir(), ...options }))
     t.teardown(() => store.close())
     const backend = async () =>
       (await sql<{ pid: number }>`select pg_backend_pid() as pid`.execute(store.db)).rows[0]!.pid

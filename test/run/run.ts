@@ -186,6 +186,8 @@ async function main(names: string[]): Promise<number> {
     console.error(`usage: node test/run/run.ts LAYER… (layers: ${Object.keys(LAYERS).join(', ')})`)
     return 2
   }
+  // The store's native addon, compiled once (docs/development.md).
+  if ((await runCommand(npm('build:sqlite3'), process.env)) !== 0) return 1
   const results: string[] = []
   const skips: string[] = []
   const coverage: string[] = []

@@ -8,11 +8,11 @@
 import { chmodSync, chownSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import SQLite from 'better-sqlite3'
+import { sql } from 'kysely'
 import t from 'tap'
 import { createApp } from '../../service/app.ts'
 import { PROBE_FILE, SQLITE_FILE } from '../../service/store/sqlite.ts'
-import { logSink, testConfig, TOKEN } from '../helpers/app.ts'
+import { logSink, sqliteFile, testConfig, TOKEN } from '../helpers/app.ts'
 import { run } from '../helpers/command.ts'
 import { contractViolations } from '../helpers/contract.ts'
 import { requires } from '../helpers/needs.ts'
@@ -77,14 +77,13 @@ t.test(
     t.notOk(readdirSync(dataDir).includes(PROBE_FILE), `the failed disk probe left no ${PROBE_FILE} behind`)
 
     /** The plants in the store's file, as [id, name] sorted by id, read by a connection of their own. */
-    const stored = () => {
-      const db = new SQLite(join(dataDir, SQLITE_FILE), { readonly: true })
-      const rows = db.prepare('select id, name from plant order by id').all() as { id: number; name: string }[]
-      db.close()
-      return rows.map((row) => [row.id, row.name])
+    const stored = async () => {
+      const db = await sqliteFile(join(dataDir, SQLITE_FILE))
+      const query = sql<{ id: number; name: string }>`select id, name from plant order by id`.execute(db)
+      return (await query.finally(() => db.destroy())).rows.map((row) => [row.id, row.name])
     }
     const asSent = (ids: number[]) => ids.sort((a, b) => a - b).map((id) => [id, name(id)])
-    t.same(stored(), asSent([...ok]), 'stored: exactly the plants answered 200 (none of the 503s), each as sent')
+    t.same(await stored(), asSent([...ok]), 'stored: exactly the plants answered 200 (none of the 503s), each as sent')
 
     rmSync(ballast)
     t.same(
@@ -94,7 +93,7 @@ t.test(
     )
     const retried = (await Promise.all(refused.map(create))).map((response) => response.statusCode)
     t.ok(retried.length > 0 && retried.every((status) => status === 200), 'every refused create succeeds when retried')
-    t.same(stored(), asSent([...ok, ...refused]), 'no plant answered 200 is lost; each plant once')
+    t.same(await stored(), asSent([...ok, ...refused]), 'no plant answered 200 is lost; each plant once')
     const otherErrors = lines.filter((line) => line.level === 50 && line.msg !== failures[0]!.msg)
     t.same(otherErrors, [], 'no other error logged')
     t.comment(
@@ -121,7 +120,7 @@ t.test(
     )
 
     // The directory is nobody's now, but the store's file in it is still root's.
-    new SQLite(join(dataDir, SQLITE_FILE)).close()
+    await (await sqliteFile(join(dataDir, SQLITE_FILE))).destroy()
     chownSync(dataDir, nobody.uid, nobody.gid)
     const file = await runToExit(env, nobody)
     t.equal(file.code, 1)

@@ -19,7 +19,7 @@ import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
 
 /** A migrated store of `options`, closed at teardown. */
 async function migrated(t: TestContext, options: Parameters<typeof storeOptions>[0]) {
-  const store = openStore(storeOptions(options))
+  const store = await openStore(storeOptions(options))
   t.teardown(() => store.close())
   await migrateToLatest(store)
   return store
@@ -152,8 +152,8 @@ t.test('a transaction of several creates is a child of the first and links the o
 
 t.test('the repository rolls a failed transaction back: nothing of it is stored', async (t) => {
   const repo = await repository(t)
-  // Refused mid-transaction: NUL in PostgreSQL text; a type better-sqlite3 cannot bind.
-  const bad = { id: 2n, name: (TEST_DATABASE_URL ? 'nul\u0000' : { not: 'text' }) as string, tag: null }
+  // Refused by the database as it writes: NUL in PostgreSQL text; NULL in SQLite's NOT NULL column.
+  const bad = { id: 2n, name: (TEST_DATABASE_URL ? 'nul\u0000' : null) as string, tag: null }
   await t.rejects(repo.saveAll([plant(1n, 'good'), bad]))
   t.match(await repo.saveAll([plant(1n, 'good')]), [{ status: 'created' }], 'the good plant was not stored')
 })

@@ -1,31 +1,24 @@
 /**
  * The store: which failures are "unavailable" (503) in each dialect, a query then rejecting with
- * StoreUnavailableError; the embedded store's worker (locks waited for there; a crash an outage); migrations.
+ * StoreUnavailableError; the embedded store's one connection (locks waited for off the event loop, transactions whole);
+ * migrations.
  */
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { Worker } from 'node:worker_threads'
-import SQLite from 'better-sqlite3'
-import { Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import { Migrator } from 'kysely/migration'
 import t, { type Test } from 'tap'
 import { openStore } from '../../service/store/database.ts'
 import { PlantRepository } from '../../service/store/plant-repository.ts'
-import {
-  BUSY_TIMEOUT_MS,
-  SQLITE_FILE,
-  SqliteWorkerDialect,
-  startSqliteWorker,
-  WorkerConnection,
-} from '../../service/store/sqlite.ts'
+import { BUSY_TIMEOUT_MS, SQLITE_FILE } from '../../service/store/sqlite.ts'
 import { StoreUnavailableError } from '../../service/store/store.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
-import { POSTGRES_URL, storeOptions } from '../helpers/app.ts'
+import { POSTGRES_URL, sqliteFile, storeOptions } from '../helpers/app.ts'
 
 /** A store on `dataDir` (and `databaseUrl`), closed at teardown. */
-function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
-  const store = openStore(storeOptions({ dataDir, databaseUrl }))
+async function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
+  const store = await openStore(storeOptions({ dataDir, databaseUrl }))
   t.teardown(() => store.close())
   return store
 }
@@ -37,17 +30,10 @@ const caught = (error: unknown) => error
 const error = (message: string, code?: string | number) =>
   Object.assign(new Error(message), code === undefined ? {} : { code })
 
-/** A Kysely on the embedded store's worker dialect, destroyed at teardown. */
-function workerDb(t: Test, connection: ConstructorParameters<typeof WorkerConnection>[0]) {
-  const db = new Kysely<Record<string, never>>({ dialect: new SqliteWorkerDialect(new WorkerConnection(connection)) })
-  t.teardown(() => db.destroy())
-  return db
-}
-
 t.test(
   'PostgreSQL: connection, resource and shutdown failures are "unavailable"; constraint or data errors are not',
   async (t) => {
-    const store = opened(t, t.testdir(), POSTGRES_URL)
+    const store = await opened(t, t.testdir(), POSTGRES_URL)
     for (const unavailable of [
       error('connection failure', '08006'),
       error('too many connections', '53300'),
@@ -74,7 +60,7 @@ t.test(
 t.test(
   'SQLite: a database locked by another connection, a full disk or a failing one is "unavailable"; other errors not',
   async (t) => {
-    const store = opened(t)
+    const store = await opened(t)
     for (const unavailable of [
       error('database is locked', 'SQLITE_BUSY'),
       error('database or disk is full', 'SQLITE_FULL'),
@@ -93,7 +79,7 @@ t.test(
 )
 
 t.test('migrations apply up and roll back down', async (t) => {
-  const store = opened(t)
+  const store = await opened(t)
   t.same(await migrateToLatest(store), ['0001-create-plant'])
   const migrator = new Migrator({ db: store.db, provider: { getMigrations: async () => migrations } })
   const down = await migrator.migrateDown()
@@ -104,10 +90,10 @@ t.test('migrations apply up and roll back down', async (t) => {
 
 t.test('a failing migration is a MigrationError that says why', async (t) => {
   const dataDir = t.testdir()
-  const store = opened(t, dataDir)
-  const sqlite = new SQLite(join(dataDir, SQLITE_FILE))
-  sqlite.exec('create table plant (something text)')
-  sqlite.close()
+  const store = await opened(t, dataDir)
+  const sqlite = await sqliteFile(join(dataDir, SQLITE_FILE))
+  await sql`create table plant (something text)`.execute(sqlite)
+  await sqlite.destroy()
   await t.rejects(migrateToLatest(store), {
     name: 'MigrationError',
     message: /^Migration failed: table "?plant"? already exists/,
@@ -115,13 +101,13 @@ t.test('a failing migration is a MigrationError that says why', async (t) => {
 })
 
 t.test(
-  'SQLite: a query while another process holds the write lock waits on the worker, then is unavailable',
+  'SQLite: a query while another process holds the write lock waits off the event loop, then is unavailable',
   async (t) => {
     const dataDir = t.testdir()
-    const store = opened(t, dataDir)
+    const store = await opened(t, dataDir)
     await migrateToLatest(store)
-    const holder = new SQLite(join(dataDir, SQLITE_FILE))
-    holder.exec('begin immediate')
+    const holder = await sqliteFile(join(dataDir, SQLITE_FILE))
+    await sql`begin immediate`.execute(holder)
     let ticks = 0
     const timer = setInterval(() => ticks++, 10)
     const started = Date.now()
@@ -132,8 +118,8 @@ t.test(
       .catch(caught)
     const waited = Date.now() - started
     clearInterval(timer)
-    holder.exec('rollback')
-    holder.close()
+    await sql`rollback`.execute(holder)
+    await holder.destroy()
     t.type(error, StoreUnavailableError)
     t.match(error, { message: 'The store is unavailable (database is locked)', cause: { code: 'SQLITE_BUSY' } })
     t.ok(store.isUnavailable(error))
@@ -151,7 +137,7 @@ t.test(
 )
 
 t.test('PostgreSQL: a server that cannot be reached rejects any query with StoreUnavailableError', async (t) => {
-  const store = opened(t, t.testdir(), 'postgres://nobody@127.0.0.1:1/none')
+  const store = await opened(t, t.testdir(), 'postgres://nobody@127.0.0.1:1/none')
   const error = await sql`select 1`.execute(store.db).catch(caught)
   t.type(error, StoreUnavailableError)
   t.match(error, { message: /^The store is unavailable \(.*ECONNREFUSED/, cause: { code: 'ECONNREFUSED' } })
@@ -159,71 +145,9 @@ t.test('PostgreSQL: a server that cannot be reached rejects any query with Store
 })
 
 t.test(
-  "the embedded store's worker: one that exits or fails rejects its queries as unavailable, is reported, is replaced",
-  async (t) => {
-    const file = join(t.testdir(), SQLITE_FILE)
-    // One that never answers (then terminated), one that fails at once, the real one.
-    const workers = [
-      () => new Worker('setInterval(() => {}, 1000)', { eval: true }),
-      () => new Worker('throw new Error("boom")', { eval: true }),
-      () => startSqliteWorker(file),
-    ]
-    const started: Worker[] = []
-    const gone: Error[] = []
-    const db = workerDb(t, {
-      startWorker: () => started[started.push(workers[started.length]!()) - 1]!,
-      onWorkerGone: (error) => gone.push(error),
-    })
-    const silent = sql`select 1`.execute(db)
-    await sleep(50)
-    await started[0]!.terminate()
-    await t.rejects(silent, { name: 'StoreUnavailableError', message: "The store's worker stopped" })
-    await t.rejects(sql`select 1`.execute(db), { name: 'StoreUnavailableError', cause: { message: 'boom' } })
-    t.match(gone, [{ message: /^The store's worker exited with code \d+$/ }, { message: 'boom' }], 'each reported once')
-    t.same((await sql<{ one: bigint }>`select 1 as one`.execute(db)).rows, [{ one: 1n }], 'a new worker answers')
-    t.equal(started.length, 3)
-    await db.destroy()
-    t.equal(gone.length, 2, 'a close is not reported as a failure')
-    const failed = workerDb(t, { startWorker: workers[1]! })
-    await t.rejects(sql`select 1`.execute(failed), { name: 'StoreUnavailableError' })
-    await t.resolves(failed.destroy(), 'a store whose worker is gone closes at once')
-  },
-)
-
-t.test('SQLite: a worker stopping during a transaction: nothing of it stored, the rest unavailable', async (t) => {
-  const file = join(t.testdir(), SQLITE_FILE)
-  const started: Worker[] = []
-  const db = workerDb(t, { startWorker: () => started[started.push(startSqliteWorker(file)) - 1]! })
-  await sql`create table t (x integer)`.execute(db)
-  const insert = (db: Kysely<Record<string, never>>, x: number) => sql`insert into t (x) values (${x})`.execute(db)
-  const stopped = { name: 'StoreUnavailableError', message: "The store's worker stopped during the transaction" }
-  await t.rejects(
-    db.transaction().execute(async (trx) => {
-      await insert(trx, 1)
-      await started.at(-1)!.terminate()
-      await insert(trx, 2)
-    }),
-    stopped,
-    'stopped between two statements',
-  )
-  await t.rejects(
-    db.transaction().execute(async (trx) => {
-      await insert(trx, 3)
-      await started.at(-1)!.terminate()
-    }),
-    stopped,
-    'stopped before the commit',
-  )
-  t.same((await sql`select x from t`.execute(db)).rows, [], 'nothing of either is stored')
-  await db.transaction().execute((trx) => insert(trx, 4))
-  t.same((await sql`select x from t`.execute(db)).rows, [{ x: 4n }], 'the next transaction commits')
-  t.equal(started.length, 3, 'a worker for each')
-})
-
-t.test(
   'SQLite: a transaction commits or rolls back on the one connection, never interleaved with queries or a batch; no streaming',
   async (t) => {
-    const store = opened(t)
+    const store = await opened(t)
     await migrateToLatest(store)
     const insert = (db: typeof store.db, id: bigint) =>
       db
@@ -239,7 +163,7 @@ t.test(
       await sleep(20)
       await insert(trx, 2n)
     })
-    t.same(await outside, [1n, 2n], 'a query issued mid-transaction ran after it')
+    t.same(await outside, [1, 2], 'a query issued mid-transaction ran after it')
     let batch: Promise<unknown> = Promise.resolve()
     await t.rejects(
       store.db.transaction().execute(async (trx) => {
@@ -252,7 +176,18 @@ t.test(
       { message: 'changed my mind' },
     )
     t.match(await batch, [{ status: 'created' }])
-    t.same(await ids(), [1n, 2n, 4n], 'the rolled-back row not stored; the batch sent during it is, after it')
+    t.same(await ids(), [1, 2, 4], 'the rolled-back row not stored; the batch sent during it is, after it')
+    const large = 2n ** 63n - 1n
+    t.same(
+      await store.db.insertInto('plant').values({ id: large, name: 'large', tag: null }).returning('name').execute(),
+      [{ name: 'large' }],
+      'an insert returning gives its rows',
+    )
+    t.same(
+      (await sql<{ id: string }>`select cast(id as text) as id from plant where id = ${large}`.execute(store.db)).rows,
+      [{ id: large.toString() }],
+      'a bigint is bound exactly',
+    )
     await t.rejects(
       (async () => {
         for await (const row of store.db.selectFrom('plant').selectAll().stream()) t.fail(`streamed ${String(row)}`)
@@ -262,7 +197,21 @@ t.test(
   },
 )
 
+t.test('SQLite: a transaction that cannot begin holds no batch back', { timeout: 10_000 }, async (t) => {
+  const store = await opened(t)
+  await migrateToLatest(store)
+  await sql`begin`.execute(store.db)
+  await t.rejects(
+    store.db.transaction().execute(async () => {}),
+    {
+      message: 'cannot start a transaction within a transaction',
+    },
+  )
+  await sql`rollback`.execute(store.db)
+  t.match(await new PlantRepository(store).saveAll([{ id: 1n, name: 'after', tag: null }]), [{ status: 'created' }])
+})
+
 t.test('a store that was never queried closes at once', async (t) => {
-  const store = openStore(storeOptions({ dataDir: t.testdir() }))
-  await t.resolves(store.close(), 'closed without a worker')
+  const store = await openStore(storeOptions({ dataDir: t.testdir() }))
+  await t.resolves(store.close())
 })
