@@ -40,12 +40,13 @@ COPY service ./service
 COPY scripts ./scripts
 RUN npm run build
 
-# Production dependencies only, copied into the runtime stage.
+# Production dependencies only, copied into the runtime stage; not the optional ones,
+# which are sqlite3's build tool (node-gyp) and pg's driver for Cloudflare Workers.
 FROM node:24-bookworm-slim AS prod-deps
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN --mount=type=cache,target=/root/.npm,sharing=locked \
-    npm ci --omit=dev --ignore-scripts --no-audit --no-fund
+    npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund
 COPY --from=build /app/node_modules/sqlite3/build/Release/node_sqlite3.node ./node_modules/sqlite3/build/Release/
 
 FROM node:24-bookworm-slim AS runtime
