@@ -1,8 +1,5 @@
 /** Any failure as its status, headers and message: one mapping for the handler and the socket. @module */
-
-// Node's http module itself, not its ESM facade: `import … from 'node:http'` reads every export, and the lazy
-// WebSocket ones load undici (about 35 ms of start-up).
-export const { STATUS_CODES } = process.getBuiltinModule('node:http')
+import { STATUS_CODES } from 'node:http'
 
 /** Builds the error body from the status and the message; the default is Fastify's own shape. */
 export type ErrorBody = (statusCode: number, message: string) => unknown

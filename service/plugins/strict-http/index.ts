@@ -1,17 +1,11 @@
 /** strict-http: one error body for every failure, Host, `Expect`, CONNECT, 404/405, and bounded connections. @module */
 import { randomUUID } from 'node:crypto'
+import { STATUS_CODES } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { guardConnections } from './connections.ts'
-import {
-  CONNECT_REFUSED,
-  defaultErrorBody,
-  type ErrorBody,
-  HOST_REQUIRED,
-  STATUS_CODES,
-  toErrorResponse,
-} from './errors.ts'
+import { CONNECT_REFUSED, defaultErrorBody, type ErrorBody, HOST_REQUIRED, toErrorResponse } from './errors.ts'
 import { httpError, observeRoutes } from './methods.ts'
 
 export { CONNECT_REFUSED, defaultErrorBody, type ErrorBody, HOST_REQUIRED, toErrorResponse } from './errors.ts'

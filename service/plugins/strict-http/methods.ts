@@ -1,4 +1,5 @@
 /** 404 (no such path) told from 405 with `Allow` (a known path, another method), from the routes registered. @module */
+import { METHODS } from 'node:http'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
 
@@ -9,8 +10,7 @@ export function httpError(statusCode: number, message: string, headers: Record<s
 
 type Method = Parameters<FindMyWay.Instance<FindMyWay.HTTPVersion.V1>['find']>[0]
 
-// Not `import … from 'node:http'`: see errors.ts.
-const NODE_METHODS = new Set<string>(process.getBuiltinModule('node:http').METHODS)
+const NODE_METHODS = new Set<string>(METHODS)
 /** The methods Node's parser reads, the only ones a request can have. */
 const isMethod = (method: string): method is Method => NODE_METHODS.has(method)
 
