@@ -80,9 +80,8 @@ export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore
 }
 
 /**
- * A connection of its own to an embedded store's `file`, through the service's connection: the same copy of SQLite as
- * the service in this process. Another copy would not see its locks, and closing would drop them
- * (sqlite.org/howtocorrupt.html, 2.2). Integers read as numbers; `cast(id as text)` reads an id exactly.
+ * A connection to a store's `file` on the service's own copy of SQLite: another copy in this process would not see its
+ * locks, and closing would drop them (sqlite.org/howtocorrupt.html, 2.2). Integers read as numbers.
  */
 export async function sqliteFile(file: string): Promise<Kysely<Record<string, never>>> {
   return new Kysely({ dialect: new SqliteStoreDialect(await SqliteConnection.open(file)) })

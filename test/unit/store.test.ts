@@ -211,14 +211,6 @@ t.test('SQLite: a transaction that cannot begin holds no batch back', { timeout:
   t.match(await new PlantRepository(store).saveAll([{ id: 1n, name: 'after', tag: null }]), [{ status: 'created' }])
 })
 
-t.test('SQLite: a batch before the table exists fails; one of the same size succeeds once it does', async (t) => {
-  const store = await opened(t)
-  const repository = new PlantRepository(store)
-  await t.rejects(repository.saveAll([{ id: 1n, name: 'early', tag: null }]), { message: 'no such table: plant' })
-  await migrateToLatest(store)
-  t.match(await repository.saveAll([{ id: 1n, name: 'early', tag: null }]), [{ status: 'created' }])
-})
-
 t.test('a store that was never queried closes at once', async (t) => {
   const store = await openStore(storeOptions({ dataDir: t.testdir() }))
   await t.resolves(store.close())
