@@ -10,7 +10,7 @@ import {
 } from 'kysely'
 import { errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
-import { mapUnavailable, type PlantRecord, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
+import { insertNew, mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
 /** Past `statement_timeout`: a reachable server cancels first (57014), the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
@@ -83,23 +83,6 @@ export function openPostgres(options: StoreOptions): Store {
       (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,
     close: () => db.destroy(),
   }
-}
-
-/** One INSERT; the losers are read back without a transaction, as rows never change. */
-async function insertNew(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]) {
-  const inserted = await db
-    .insertInto('plant')
-    .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
-    .onConflict((conflict) => conflict.column('id').doNothing())
-    .returning('id')
-    .execute()
-  const insertedIds = new Set(inserted.map((row) => BigInt(row.id)))
-  const others = plants.filter((plant) => !insertedIds.has(plant.id)).map((plant) => plant.id)
-  const rows =
-    others.length === 0
-      ? []
-      : await db.selectFrom('plant').select(['id', 'name', 'tag']).where('id', 'in', others).execute()
-  return new Map(rows.map((row) => [BigInt(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The embedded SQLite store on node-sqlite3, whose statements run on libuv's thread pool: the event loop never waits
- * on SQLite's lock or its fsync, and no second V8 isolate is needed for that. A create's batch is one multi-row insert;
- * Kysely's queries (migrations, probes) go compiled. A failing disk is 503 until it writes again (docs/operations.md,
+ * on SQLite's lock or its fsync, and no second V8 isolate is needed for that. Every statement, a create's batch too,
+ * is a compiled query of Kysely's. A failing disk is 503 until it writes again (docs/operations.md,
  * "Full disk (embedded store)").
  *
  * @module
@@ -25,14 +25,7 @@ import sqlite3 from 'sqlite3'
 import { ConfigError } from '../config.ts'
 import { asError, errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
-import {
-  mapUnavailable,
-  type PlantRecord,
-  type Store,
-  type StoreOptions,
-  StoreUnavailableError,
-  unavailableAs,
-} from './store.ts'
+import { insertNew, mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
 export const SQLITE_FILE = 'plants.sqlite3'
 
@@ -136,8 +129,7 @@ export async function openSqlite(options: StoreOptions): Promise<Store> {
     db,
     dialect: 'sqlite',
     isUnavailable,
-    insertNew: (plants) =>
-      connection.insertNew(plants).catch((error: unknown) => Promise.reject(unavailableAs(error, isUnavailable))),
+    insertNew: (plants) => insertNew(db, plants),
     ping: async () => {
       await sql`select 1`.execute(db)
       await disk.check()
@@ -225,23 +217,14 @@ const bindable = (value: unknown) => (typeof value === 'bigint' ? value.toString
 /** Kysely's node kinds whose statements give rows (a raw query may). */
 const ROW_KINDS = new Set(['SelectQueryNode', 'RawNode'])
 
-/** `insert … returning` rows; the rows of `plantsFound` have the id as text too. */
-interface PlantRow {
-  readonly id: string
-  readonly name: string
-  readonly tag: string | null
-}
-
 /**
  * The one connection, with node-sqlite3's serialized mode: statements run in the order they are issued, one at a time,
- * on the thread pool. A batch issued during a transaction of Kysely's waits for its end, never joining it. Integers
- * are read as JS numbers (exact up to 2^53); the plants' ids cross as text, so they stay exact.
+ * on the thread pool. Kysely lends it to one user at a time, so a batch never joins a transaction. Integers are read
+ * as JS numbers (exact up to 2^53): the store reads plants' ids as text.
  */
 export class SqliteConnection implements DatabaseConnection {
   private readonly database: sqlite3.Database
-  /** Settles when the open transaction ends; batches wait for it. */
-  private transaction: Promise<void> | undefined
-  private endTransaction: (() => void) | undefined
+  private inTransaction = false
   /** Each statement's outcome: `wrote` a change outside a transaction, or its error. */
   onResult: ((wrote: boolean, error?: Error) => void) | undefined
 
@@ -273,56 +256,30 @@ export class SqliteConnection implements DatabaseConnection {
     return connection
   }
 
-  /**
-   * One multi-row insert of the plants whose id is new (atomic, durable when it resolves), then a read of the others.
-   * @returns the rows already stored under the ids of `plants`; see {@link Store.insertNew}.
-   */
-  async insertNew(plants: readonly PlantRecord[]): Promise<ReadonlyMap<bigint, PlantRecord>> {
-    while (this.transaction !== undefined) await this.transaction
-    const values: unknown[] = []
-    for (const { id, name, tag } of plants) values.push(id.toString(), name, tag)
-    const inserted = await this.all<PlantRow>(
-      `insert into plant (id, name, tag) values ${plants.map(() => '(?, ?, ?)').join(', ')} ` +
-        'on conflict do nothing returning cast(id as text) as id',
-      values,
-    )
-    this.onResult?.(inserted.length > 0)
-    const existing = new Map<bigint, PlantRecord>()
-    if (inserted.length === plants.length) return existing
-    const insertedIds = new Set(inserted.map((row) => row.id))
-    const others = plants.filter(({ id }) => !insertedIds.has(id.toString())).map(({ id }) => id.toString())
-    const found = await this.all<PlantRow>(
-      `select cast(id as text) as id, name, tag from plant where id in (${others.map(() => '?').join(', ')})`,
-      others,
-    )
-    for (const { id, name, tag } of found) existing.set(BigInt(id), { id: BigInt(id), name, tag })
-    return existing
-  }
-
   async executeQuery<R>({ query, sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
     const values = parameters.map(bindable)
-    if (ROW_KINDS.has(query.kind) || 'returning' in query) return { rows: await this.all<R>(sql, values) }
+    if ('returning' in query) {
+      const rows = await this.all<R>(sql, values)
+      this.wrote(rows.length)
+      return { rows }
+    }
+    if (ROW_KINDS.has(query.kind)) return { rows: await this.all<R>(sql, values) }
     const { changes, lastID } = await this.run(sql, values)
     return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastID) }
   }
 
   async begin(): Promise<void> {
-    this.transaction = new Promise((resolve) => (this.endTransaction = resolve))
-    try {
-      await this.run('begin', [])
-    } catch (error) {
-      this.transactionEnded()
-      throw error
-    }
+    await this.run('begin', [])
+    this.inTransaction = true
   }
 
   /** A failed commit keeps the transaction open for the rollback that follows. */
   async end(statement: 'commit' | 'rollback'): Promise<void> {
     try {
       await this.run(statement, [])
-      this.transactionEnded()
+      this.inTransaction = false
     } finally {
-      if (statement === 'rollback') this.transactionEnded()
+      if (statement === 'rollback') this.inTransaction = false
     }
   }
 
@@ -341,10 +298,9 @@ export class SqliteConnection implements DatabaseConnection {
     )
   }
 
-  private transactionEnded(): void {
-    this.endTransaction?.()
-    this.transaction = undefined
-    this.endTransaction = undefined
+  /** Reports a statement that changed `count` rows: a write to the disk once outside a transaction. */
+  private wrote(count: number): void {
+    this.onResult?.(count > 0 && !this.inTransaction)
   }
 
   private all<R>(text: string, values: readonly unknown[]): Promise<R[]> {
@@ -360,7 +316,7 @@ export class SqliteConnection implements DatabaseConnection {
     return new Promise((resolve, reject) => {
       const settle = (error: Error | null, result: sqlite3.RunResult) => {
         if (error !== null) return reject(this.failed(error))
-        this.onResult?.(result.changes > 0 && this.transaction === undefined)
+        this.wrote(result.changes)
         resolve(result)
       }
       // node-sqlite3 gives `changes` and `lastID` as the callback's `this`.

@@ -3,7 +3,7 @@
  * dialect's "unavailable" errors into {@link StoreUnavailableError}.
  * @module
  */
-import type { DatabaseConnection, Dialect, Driver, Kysely } from 'kysely'
+import { type DatabaseConnection, type Dialect, type Driver, type Kysely, sql } from 'kysely'
 import type { Config } from '../config.ts'
 import type { StoreSchema } from './schema.ts'
 
@@ -49,6 +49,29 @@ export interface Store {
   /** So schemas of one PostgreSQL database migrate apart. */
   migrationSchema(): Promise<string | undefined>
   close(): Promise<void>
+}
+
+/** A plant's id as its decimal text: SQLite would read it as a JS number, exact only up to 2^53. */
+const idText = sql<string>`cast(id as text)`.as('id')
+
+/**
+ * {@link Store.insertNew} on either database: one `INSERT … ON CONFLICT DO NOTHING RETURNING`; the others are read
+ * back without a transaction, as rows never change.
+ */
+export async function insertNew(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]) {
+  const inserted = await db
+    .insertInto('plant')
+    .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
+    .onConflict((conflict) => conflict.column('id').doNothing())
+    .returning(idText)
+    .execute()
+  const insertedIds = new Set(inserted.map((row) => BigInt(row.id)))
+  const others = plants.filter((plant) => !insertedIds.has(plant.id)).map((plant) => plant.id)
+  const rows =
+    others.length === 0
+      ? []
+      : await db.selectFrom('plant').select([idText, 'name', 'tag']).where('id', 'in', others).execute()
+  return new Map(rows.map((row) => [BigInt(row.id), { id: BigInt(row.id), name: row.name, tag: row.tag }]))
 }
 
 /** `error` as {@link StoreUnavailableError} naming its cause when `isUnavailable` accepts it, else as it is. */
