@@ -29,8 +29,8 @@ export type AppConfig = Omit<
 export const AJV_OPTIONS = ajvOptions satisfies FastifyServerOptions['ajv']
 
 function plantStore(): Operations {
-  const { document, exact } = loadContractReadings()
-  return { contract: document, documented: exact, service: (parts) => new PlantService(parts) }
+  const readings = loadContractReadings()
+  return { contract: readings.document, documented: readings, service: (parts) => new PlantService(parts) }
 }
 
 /** Ready, not listening. @throws when the contract is invalid or the store cannot be opened or migrated. */
@@ -62,7 +62,7 @@ export async function createApp(
     await app.register(responseValidation, { ajv: { plugins: [formats.default, AJV_OPTIONS.onCreate] } })
   }
   await app.register(operations, { config, operations: ops })
-  await app.register(docs, { document: ops.documented })
+  await app.register(docs, ops.documented)
   await app.ready()
   return app
 }

@@ -15,17 +15,20 @@ export interface Contract {
   document: OpenApiDocument
   /** Integers as bigints, as written (an example's id is past 2^53), for the docs routes. */
   exact: unknown
+  /** openapi.yaml as written, served at `/docs/yaml`. */
+  text: string
 }
 
 /** Fresh objects each call. @throws when the file is missing or is not YAML. */
 export function loadContractReadings(url: URL = CONTRACT_URL): Contract {
-  const parsed = parseDocument(readFileSync(url, 'utf8'), { intAsBigInt: true })
+  const text = readFileSync(url, 'utf8')
+  const parsed = parseDocument(text, { intAsBigInt: true })
   if (parsed.errors.length > 0) throw parsed.errors[0]
   // yaml's toJS is untyped: the document is what openapi.yaml says, which the checks layer lints.
   const document: OpenApiDocument = parsed.toJS({
     reviver: (_key, value) => (typeof value === 'bigint' ? Number(value) : value),
   })
-  return { document, exact: parsed.toJS() }
+  return { document, exact: parsed.toJS(), text }
 }
 
 /** @throws as {@link loadContractReadings} does. */

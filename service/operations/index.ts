@@ -4,7 +4,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from
 import fp from 'fastify-plugin'
 import openapiGlue, { type SecurityError } from 'fastify-openapi-glue'
 import type { AppConfig } from '../app.ts'
-import type { OpenApiDocument } from '../contract.ts'
+import type { Contract, OpenApiDocument } from '../contract.ts'
 import { HttpError, UNSUPPORTED_MEDIA_TYPE } from '../errors.ts'
 import type { ServiceParts } from './plant-service.ts'
 import { Security } from './security.ts'
@@ -13,7 +13,7 @@ import { Security } from './security.ts'
 export interface Operations {
   readonly contract: OpenApiDocument
   /** The same document as served at `/docs`. */
-  readonly documented: unknown
+  readonly documented: Pick<Contract, 'exact' | 'text'>
   readonly service: (parts: ServiceParts) => object
 }
 

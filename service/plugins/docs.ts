@@ -1,19 +1,19 @@
-/** Swagger UI at `/docs`, and the contract at `/docs/json` and `/docs/yaml` with exact integers. @module */
+/** Swagger UI at `/docs`; the contract at `/docs/json`, its integers exact, and at `/docs/yaml` as written. @module */
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import type { OpenApiDocument } from '../contract.ts'
+import type { Contract, OpenApiDocument } from '../contract.ts'
 import { stringify } from './exact-json/index.ts'
 
 export const DOCS_PREFIX = '/docs'
 
-async function docs(app: FastifyInstance, { document }: { document: unknown }): Promise<void> {
+async function docs(app: FastifyInstance, { exact, text }: Pick<Contract, 'exact' | 'text'>): Promise<void> {
   await app.register(async (docs) => {
-    await docs.register(swagger, { mode: 'static', specification: { document: document as OpenApiDocument } })
+    await docs.register(swagger, { mode: 'static', specification: { document: exact as OpenApiDocument } })
     // Serialized once, here: exact-json's stringify keeps every digit of a bigint.
-    const json = Buffer.from(stringify(document))
-    const yaml = Buffer.from(docs.swagger({ yaml: true }))
+    const json = Buffer.from(stringify(exact))
+    const yaml = Buffer.from(text)
     const documents: Readonly<Record<string, (request: FastifyRequest, reply: FastifyReply) => FastifyReply>> = {
       [`${DOCS_PREFIX}/json`]: (_request, reply) => reply.type('application/json; charset=utf-8').send(json),
       [`${DOCS_PREFIX}/yaml`]: (_request, reply) => reply.type('application/x-yaml').send(yaml),

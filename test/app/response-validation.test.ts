@@ -7,9 +7,9 @@ import { postPlant } from '../helpers/post-plant.ts'
 
 /** The app with a createPlant that answers a Plant whose name is a number. */
 async function careless(t: Test, nodeEnv: 'test' | 'production') {
-  const { document, exact } = loadContractReadings()
+  const readings = loadContractReadings()
   const service = () => ({ createPlant: async () => ({ name: 5 }) })
-  const parts = { contract: document, documented: exact, service }
+  const parts = { contract: readings.document, documented: readings, service }
   const app = await createApp(testConfig({ ...(await freshStore(t)), nodeEnv }), false, parts)
   t.teardown(() => app.close())
   return app
