@@ -214,6 +214,9 @@ function sqliteError(error: Error): Error {
  */
 const bindable = (value: unknown) => (typeof value === 'bigint' ? value.toString() : value)
 
+/** Prepared statements kept: a batch of each size has its own text, as does the read of its replays. */
+const STATEMENT_CACHE_SIZE = 256
+
 /** Kysely's node kinds whose statements give rows (a raw query may). */
 const ROW_KINDS = new Set(['SelectQueryNode', 'RawNode'])
 
@@ -224,6 +227,7 @@ const ROW_KINDS = new Set(['SelectQueryNode', 'RawNode'])
  */
 export class SqliteConnection implements DatabaseConnection {
   private readonly database: sqlite3.Database
+  private readonly statements = new Map<string, sqlite3.Statement>()
   private inTransaction = false
   /** Each statement's outcome: `wrote` a change outside a transaction, or its error. */
   onResult: ((wrote: boolean, error?: Error) => void) | undefined
@@ -289,10 +293,11 @@ export class SqliteConnection implements DatabaseConnection {
   }
 
   /** After the statements issued before it; the last connection to close removes the WAL file. */
-  close(): Promise<void> {
+  async close(): Promise<void> {
+    await Promise.all([...this.statements].map(([text, statement]) => this.discard(text, statement)))
     return new Promise((resolve, reject) =>
       this.database.close((error) =>
-        /* c8 ignore next -- no statement is left unfinalized (db.all and db.run finalize theirs): nothing to fail */
+        /* c8 ignore next -- every statement is finalized first: nothing to fail */
         error === null ? resolve() : reject(sqliteError(error)),
       ),
     )
@@ -303,24 +308,57 @@ export class SqliteConnection implements DatabaseConnection {
     this.onResult?.(count > 0 && !this.inTransaction)
   }
 
-  private all<R>(text: string, values: readonly unknown[]): Promise<R[]> {
-    return new Promise((resolve, reject) =>
-      this.database.all<R>(text, values, (error, rows) => {
-        if (error === null) return resolve(rows)
+  /**
+   * `text`'s statement, prepared on first use and kept: a batch is then one trip to the thread pool, not three
+   * (prepare, step, finalize). `reject` is told if preparing fails: node-sqlite3 then drops the calls queued on it.
+   */
+  private statement(text: string, reject: (error: Error) => void): sqlite3.Statement {
+    let statement = this.statements.get(text)
+    if (statement === undefined) {
+      statement = this.database.prepare(text, (error) => {
+        if (error === null) return
+        this.statements.delete(text)
         reject(this.failed(error))
-      }),
-    )
+      })
+      this.statements.set(text, statement)
+      // The first prepared goes first: a Map keeps insertion order.
+      for (const [oldest, old] of this.statements) {
+        if (this.statements.size <= STATEMENT_CACHE_SIZE) break
+        void this.discard(oldest, old)
+      }
+    }
+    return statement
+  }
+
+  /**
+   * Finalizes `text`'s statement. A statement that failed must be: one stopped by SQLITE_BUSY is still active, and
+   * later writes would join its open transaction and never commit (sqlite.org/c3ref/step.html).
+   */
+  private discard(text: string, statement: sqlite3.Statement): Promise<void> {
+    this.statements.delete(text)
+    return new Promise((resolve) => statement.finalize(() => resolve()))
+  }
+
+  private all<R>(text: string, values: readonly unknown[]): Promise<R[]> {
+    return new Promise((resolve, reject) => {
+      const statement = this.statement(text, reject)
+      statement.all<R>(values, (error, rows) => {
+        if (error === null) return resolve(rows)
+        void this.discard(text, statement).then(() => reject(this.failed(error)))
+      })
+    })
   }
 
   private run(text: string, values: readonly unknown[]): Promise<sqlite3.RunResult> {
     return new Promise((resolve, reject) => {
+      const statement = this.statement(text, reject)
       const settle = (error: Error | null, result: sqlite3.RunResult) => {
-        if (error !== null) return reject(this.failed(error))
+        if (error !== null) return void this.discard(text, statement).then(() => reject(this.failed(error)))
         this.wrote(result.changes)
         resolve(result)
       }
       // node-sqlite3 gives `changes` and `lastID` as the callback's `this`.
-      this.database.run(text, values, function (this: sqlite3.RunResult, error: Error | null) {
+      statement.run(values, function (this: sqlite3.RunResult, error: Error | null) {
         settle(error, this)
       })
     })
