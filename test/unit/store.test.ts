@@ -118,8 +118,18 @@ t.test(
       .catch(caught)
     const waited = Date.now() - started
     clearInterval(timer)
+    const batch = await new PlantRepository(store).saveAll([{ id: 5n, name: 'locked out', tag: null }]).catch(caught)
     await sql`rollback`.execute(holder)
+    // The statements that failed, used again: each write commits, as another connection sees.
+    await store.db.insertInto('plant').values({ id: 3n, name: 'after', tag: null }).execute()
+    await new PlantRepository(store).saveAll([{ id: 6n, name: 'after', tag: null }])
+    const seen = await holder
+      .selectFrom('plant')
+      .select(sql<string>`cast(id as text)`.as('id'))
+      .execute()
+    t.same(seen.map((row) => row.id).sort(), ['3', '6'], 'the writes after the lock are committed')
     await holder.destroy()
+    t.type(batch, StoreUnavailableError, 'a batch too')
     t.type(error, StoreUnavailableError)
     t.match(error, { message: 'The store is unavailable (database is locked)', cause: { code: 'SQLITE_BUSY' } })
     t.ok(store.isUnavailable(error))
@@ -214,4 +224,13 @@ t.test('SQLite: a transaction that cannot begin holds no batch back', { timeout:
 t.test('a store that was never queried closes at once', async (t) => {
   const store = await openStore(storeOptions({ dataDir: t.testdir() }))
   await t.resolves(store.close())
+})
+
+t.test('SQLite: past the statements kept, the first prepared are finalized; the store still closes', async (t) => {
+  const store = await openStore(storeOptions({ dataDir: t.testdir() }))
+  for (let n = 0; n < 300; n++) {
+    const { rows } = await sql<{ n: number }>`select ${sql.lit(n)} as n`.execute(store.db)
+    if (rows[0]?.n !== n) t.fail(`statement ${n} answered ${JSON.stringify(rows)}`)
+  }
+  await t.resolves(store.close(), 'no statement left unfinalized')
 })
