@@ -1,14 +1,13 @@
 /**
- * Connections a careless or hostile client holds: a bounded number, closed after an error answer, `100 Continue` only
- * once authenticated; error answers never cached.
+ * Connections a hostile client holds: bounded, closed after an error answer; `100 Continue` once authenticated; error
+ * answers never cached.
  */
 import { once } from 'node:events'
-import type { Socket } from 'node:net'
 import t, { type Test } from 'tap'
 import { listen, TOKEN } from '../helpers/app.ts'
 import { otherMethod } from '../helpers/contract.ts'
 import { postPlant } from '../helpers/post-plant.ts'
-import { connected, exchange, requestHead } from '../helpers/raw-http.ts'
+import { connected, exchange, gather, requestHead } from '../helpers/raw-http.ts'
 
 t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones are served', async (t) => {
   const { app, url } = await listen(t, { maxConnections: 2 })
@@ -16,43 +15,13 @@ t.test('past MAX_CONNECTIONS a new connection is closed at once; the open ones a
   while ((await new Promise<number>((resolve) => app.server.getConnections((_, count) => resolve(count)))) < 2);
   const dropped = once(app.server, 'drop')
   const live = `${requestHead('GET', '/health/live')}\r\n`
-  t.same(await until(await open(t, url), live, () => false), { received: '', closed: true }, 'the extra: no answer')
+  t.same(await gather(await open(t, url), live), { received: '', closed: true }, 'the extra: no answer')
   await dropped
-  const { received } = await until(held[0]!, live, (text) => text.includes('\r\n\r\n'))
+  const { received } = await gather(held[0]!, live, (text) => text.includes('\r\n\r\n'))
   t.match(received, /^HTTP\/1\.1 200/, 'a held connection is served')
 })
 
-/** Writes `request` and gathers the answer until `done` says so, the server closes, or 10 s pass. */
-async function until(
-  socket: Socket,
-  request: string,
-  done: (received: string) => boolean,
-): Promise<{ received: string; closed: boolean }> {
-  let received = ''
-  let closed = socket.destroyed
-  const settled = new Promise<void>((resolve) => {
-    setTimeout(resolve, 10_000).unref()
-    const check = () => (closed || done(received)) && resolve()
-    socket.on('data', (chunk: Buffer) => {
-      received += chunk.toString('latin1')
-      check()
-    })
-    socket.once('close', () => {
-      closed = true
-      check()
-    })
-  })
-  socket.write(request)
-  await settled
-  return { received, closed }
-}
-
-/** A connection to `url` (from `localAddress`), destroyed at teardown. */
-async function open(t: Test, url: string, localAddress?: string): Promise<Socket> {
-  const socket = await connected({ url, localAddress })
-  t.teardown(() => socket.destroy())
-  return socket
-}
+const open = (t: Test, url: string, localAddress?: string) => connected({ url, localAddress }, t)
 
 const BODY = '{"id":1,"name":"Ficus"}'
 /** The head of an authorized POST /plants of BODY, `headers` over its own. */
@@ -74,11 +43,11 @@ t.test(
       ],
     ]
     for (const [what, request, status] of cases) {
-      const { received, closed } = await until(await open(t, url), request, () => false)
+      const { received, closed } = await gather(await open(t, url), request)
       t.match(received, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`, 'i'), what)
       t.ok(closed, `${what}: closed`)
     }
-    const kept = await until(await open(t, url), postHead() + BODY, (received) => received.endsWith('}'))
+    const kept = await gather(await open(t, url), postHead() + BODY, (received) => received.endsWith('}'))
     t.match(kept.received, /^HTTP\/1\.1 200 [^]*\r\nconnection: keep-alive\r\n/i, 'a create keeps its connection')
     t.notOk(kept.closed)
   },
@@ -87,9 +56,7 @@ t.test(
 t.test('idle connections after a 404 do not lock a create out of MAX_CONNECTIONS', async (t) => {
   const { url } = await listen(t, { maxConnections: 20 })
   const idle = await Promise.all(Array.from({ length: 20 }, () => open(t, url)))
-  const answers = await Promise.all(
-    idle.map((socket) => until(socket, `${requestHead('GET', '/nothing')}\r\n`, () => false)),
-  )
+  const answers = await Promise.all(idle.map((socket) => gather(socket, `${requestHead('GET', '/nothing')}\r\n`)))
   const closed404 = answers.filter(({ received, closed }) => received.startsWith('HTTP/1.1 404 ') && closed)
   t.equal(closed404.length, idle.length, 'each got 404 and was closed')
   t.equal((await postPlant(url, { id: 1, name: 'Ficus' }, { timeoutMs: 10_000 })).statusCode, 200)
@@ -101,7 +68,7 @@ t.test('idle keep-alive connections after a 200 never lock a new client out of M
   const paths = ['/health/live', '/health/ready', '/docs/json', '/metrics']
   const answers = await Promise.all(
     idle.map((socket, index) =>
-      until(socket, `${requestHead('GET', paths[index % paths.length]!)}\r\n`, (text) =>
+      gather(socket, `${requestHead('GET', paths[index % paths.length]!)}\r\n`, (text) =>
         /\r\n\r\n[^]*[}\n]$/.test(text),
       ),
     ),
@@ -115,12 +82,12 @@ t.test('idle keep-alive connections after a 200 never lock a new client out of M
 t.test('Expect: 100-continue: 100 Continue only once the token is checked (RFC 9110 §10.1.1)', async (t) => {
   const { url } = await listen(t)
   const head = (headers = {}) => postHead({ ...headers, Expect: '100-continue' })
-  const { received } = await until(await open(t, url), head({ Authorization: 'Bearer wrong' }), () => false)
+  const { received } = await gather(await open(t, url), head({ Authorization: 'Bearer wrong' }))
   t.match(received, /^HTTP\/1\.1 401 /, 'without a valid token: 401, never 100')
   const invited = await open(t, url)
-  const interim = await until(invited, head(), (text) => text.includes('\r\n\r\n'))
+  const interim = await gather(invited, head(), (text) => text.includes('\r\n\r\n'))
   t.match(interim.received, /^HTTP\/1\.1 100 Continue\r\n\r\n$/, 'with one: 100 Continue, before the body is sent')
-  const final = await until(invited, BODY, (text) => text.endsWith('}'))
+  const final = await gather(invited, BODY, (text) => text.endsWith('}'))
   t.match(final.received, /HTTP\/1\.1 200 /, 'then 200 for the body')
 })
 

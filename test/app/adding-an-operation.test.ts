@@ -1,9 +1,6 @@
 /**
- * docs/adding-an-operation.md followed on a copy of the project: each block whose info string names a file
- * (```<language> <file> [end of <place>]```) goes in, unless there already; then `npm run generate`, Redocly,
- * `npm run test:checks`, a type check, and the page's test of the new operation, all in the copy.
- *
- * @module
+ * docs/adding-an-operation.md followed on a copy of the project: its blocks (```<language> <file> [end of <place>]```)
+ * put in, then `npm run generate`, Redocly, `npm run test:checks`, tsc and the page's test.
  */
 import { execFile } from 'node:child_process'
 import {
@@ -41,14 +38,14 @@ function placedBlocks(markdown: string) {
 }
 type Block = ReturnType<typeof placedBlocks>[number]
 
-/** The paths the page's list under "The files that change" names. */
-function listedFiles(markdown: string): string[] {
+/** The paths listed under "The files that change". */
+function listedFiles(markdown: string) {
   const section = /^## The files that change\n([\s\S]*?)^## /m.exec(markdown)?.[1] ?? ''
   return [...section.matchAll(/^- `([^`]+)`/gm)].map(([, path]) => path!)
 }
 
-/** `text` with `block` pasted at the end of `paths`, or merged into a path it has; unchanged when all are there. */
-function placedInPaths(text: string, block: Block): string {
+/** `text` with `block` at the end of `paths`, or merged into a path it has; unchanged when all are there. */
+function placedInPaths(text: string, block: Block) {
   const added = parse(block.text) as Record<string, Record<string, unknown>>
   const document = parseDocument(text)
   const missing = Object.entries(added).flatMap(([path, item]) =>
@@ -70,7 +67,7 @@ function placedInPaths(text: string, block: Block): string {
 }
 
 /** `text` with `block` at the end of `export class <Name>`, unless the class has its member. */
-function placedInClass(text: string, block: Block, name: string): string {
+function placedInClass(text: string, block: Block, name: string) {
   const lines = text.split('\n')
   const start = lines.findIndex((line) => new RegExp(`^export class ${name}\\b`).test(line))
   const end = lines.findIndex((line, i) => i > start && line === '}')
@@ -83,7 +80,7 @@ function placedInClass(text: string, block: Block, name: string): string {
 }
 
 /** Puts `block` in the copy where the page says. @returns false if the project had it. */
-function place(copy: string, block: Block): boolean {
+function place(copy: string, block: Block) {
   const path = join(copy, block.file)
   try {
     if (block.place === undefined) {
@@ -114,7 +111,7 @@ function run(command: string, ...args: string[]): Promise<{ code: number; output
   })
 }
 
-/** The files under `dir` (relative paths), but what the copy leaves out. */
+/** The files under `dir` (relative paths) that the copy takes. */
 function files(dir: string, under = ''): string[] {
   return readdirSync(join(dir, under), { withFileTypes: true })
     .filter((entry) => !NOT_COPIED.has(entry.name))
@@ -137,7 +134,7 @@ const placed = blocks.filter((block) => place(copy, block))
 const generated = await run('npm', 'run', '--silent', 'generate')
 if (generated.code !== 0) throw new Error(`npm run generate failed, ${PAGE} applied:\n${generated.output}`)
 
-// The checks the page names, one at a time (together they starved the tests on two cores).
+// The checks the page names, one at a time (together they starved two cores).
 const tests = blocks.filter((block) => block.file.startsWith('test/')).map((block) => block.file)
 writeFileSync(
   join(copy, 'tsconfig.check.json'),

@@ -1,6 +1,6 @@
 /**
- * Number literals built to stall the parser are answered as fast as an ordinary 400 of their size, and a create
- * beside one is not held up; times compared with a baseline of the same rounds.
+ * Number literals built to stall the parser: answered as fast as an ordinary 400 of their size, a create beside them
+ * not held up.
  */
 import { performance } from 'node:perf_hooks'
 import t from 'tap'
@@ -9,11 +9,11 @@ import { build } from '../helpers/app.ts'
 import { assertErrorBody } from '../helpers/contract.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
-/** Characters of each adversarial literal: 64 KiB. */
+/** Characters of each adversarial literal. */
 const SIZE = 64 * 1024
 /** Rounds of interleaved measurements; medians are compared. */
 const ROUNDS = 3
-/** How many times the baseline's median an adversarial request may take (a quadratic parser took over 1000×). */
+/** Times the baseline's median an adversarial request may take (a quadratic parser took over 1000×). */
 const SLACK = 10
 
 const idBody = (value: string) => `{"id":${value},"name":"Ficus"}`
@@ -27,13 +27,13 @@ const ADVERSARIAL: Record<string, string> = {
   // Each is within the bound and read; together they fill 64 KiB. `name` makes it a 400.
   'many literals just under the bound': `{"id":1,"name":0,"extra":[${Array.from({ length: SIZE / MAX_NUMBER_LENGTH }, () => `1.${'0'.repeat(MAX_NUMBER_LENGTH - 3)}1`).join(',')}]}`,
 }
-/** An ordinary 400 of the same size; its fraction sends it through the exact parser, as the adversarial ones go. */
+/** An ordinary 400 of the same size; its fraction sends it through the exact parser too. */
 const ORDINARY = `{"id":"${'x'.repeat(SIZE)}","name":"Ficus","weight":0.5}`
 
 let nextId = 1
 
 /** Milliseconds until `request` is answered. */
-async function timed(request: () => Promise<unknown>): Promise<number> {
+async function timed(request: () => Promise<unknown>) {
   const start = performance.now()
   await request()
   return performance.now() - start

@@ -1,9 +1,4 @@
-/**
- * `bearerAuth`: 401 with the RFC 6750 challenge, the scheme case-insensitive, every configured token accepted,
- * decided before the body is read.
- *
- * @module
- */
+/** `bearerAuth`: 401 with the RFC 6750 challenge, the scheme case-insensitive, decided before the body is read. */
 import t from 'tap'
 import { build, JSON_HEADERS, OTHER_TOKEN, TOKEN } from '../helpers/app.ts'
 import { postPlant, type RequestHeaders } from '../helpers/post-plant.ts'
@@ -15,7 +10,6 @@ const PLANT = '{"id":1,"name":"Fern"}'
 // Every create is PLANT.
 const app = await build(t, { bodyLimit: 1024 })
 
-/** JSON headers with `authorization` as given. */
 const sentWith = (authorization: string | undefined, headers: RequestHeaders = {}): RequestHeaders => ({
   ...JSON_HEADERS,
   ...headers,

@@ -1,8 +1,6 @@
 /**
- * Every example in openapi.yaml is an answer the service gives: each response example is provoked and its body
- * compared exactly; the gateway's own with `deploy/nginx/errors.conf`.
- *
- * @module
+ * Each response example of openapi.yaml is provoked and its body compared exactly; the gateway's with
+ * `deploy/nginx/errors.conf`.
  */
 import { readFileSync } from 'node:fs'
 import type { OpenAPIV3 } from 'openapi-types'
@@ -10,6 +8,7 @@ import t, { type Test } from 'tap'
 import type { AppConfig } from '../../service/app.ts'
 import { loadContract } from '../../service/contract.ts'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, listen, TOKEN } from '../helpers/app.ts'
+import type { AnyResponse as Answer } from '../helpers/contract.ts'
 import { freePort } from '../helpers/machine.ts'
 import { type PlantBody, type PostOptions, postPlant } from '../helpers/post-plant.ts'
 import { exchange, requestHead } from '../helpers/raw-http.ts'
@@ -17,22 +16,14 @@ import { exchange, requestHead } from '../helpers/raw-http.ts'
 const contract = loadContract()
 const createPlant = contract.paths['/plants']!.post!
 
-/** An answer as the examples describe it. */
-interface Answer {
-  statusCode: number
-  headers: Record<string, string | string[] | number | undefined>
-  body: string
-}
-
-/** The examples of a media type, by name. */
-function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefined): Record<string, unknown> {
+function examplesOf(content: Record<string, OpenAPIV3.MediaTypeObject> | undefined) {
   const examples = content?.['application/json']?.examples ?? {}
   return Object.fromEntries(
     Object.entries(examples).map(([name, example]) => [name, (example as OpenAPIV3.ExampleObject).value]),
   )
 }
 
-/** Every response example of `POST /plants`, keyed `<response>/<example>`, with its status. */
+/** Each response example of `POST /plants`, keyed `<response>/<example>`. */
 const responseExamples = new Map<string, { status: number; value: unknown }>()
 for (const [status, response] of Object.entries(createPlant.responses)) {
   const ref = (response as OpenAPIV3.ReferenceObject).$ref
@@ -55,16 +46,13 @@ function gatewayAnswer(status: number) {
   return { answer: async (): Promise<Answer> => ({ statusCode: status, headers: {}, body: body! }) }
 }
 
-/** An example of an `Error` body. */
 interface ErrorExample {
   error: number
   message: string
 }
 
 /** The wait an example's message names, in milliseconds. */
-function waitOf(example: ErrorExample): number {
-  return Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
-}
+const waitOf = (example: ErrorExample) => Number(/retry in (\d+) seconds/.exec(example.message)![1]) * 1000
 
 /** The example with the wait of the answer's `Retry-After`. */
 function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorExample {
@@ -73,17 +61,14 @@ function withRetryAfter(t: Test, example: ErrorExample, answer: Answer): ErrorEx
   return { ...example, message: example.message.replace(/retry in \d+ seconds/, `retry in ${seconds} seconds`) }
 }
 
-/** A create into a new app. */
 const created =
   (body: PlantBody, options: PostOptions = {}, config: Partial<AppConfig> = {}) =>
   async (t: Test) =>
     postPlant(await build(t, config), body, options)
-/** Raw bytes to a new listening app. */
 const overSocket =
   (request: string, config: Partial<AppConfig> = {}) =>
   async (t: Test) =>
     exchange({ url: (await listen(t, config)).url }, request)
-/** A create of the example with `headers` over the JSON ones. */
 const withHeaders = (headers: Record<string, string>) =>
   created(JSON.stringify(withTag), { headers: { ...JSON_HEADERS, ...headers } })
 const WRONG = { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token-0123456789' } }
@@ -91,7 +76,7 @@ const WRONG = { headers: { ...JSON_HEADERS, authorization: 'Bearer not-the-token
 const storeDown = async (t: Test) =>
   created(withTag, {}, { databaseUrl: `postgres://a@127.0.0.1:${await freePort()}/b`, migrateOnStart: false })(t)
 
-/** How each example is provoked; `expected` adjusts it to what varies in the answer. */
+/** How each example is provoked; `expected` adjusts it to what varies. */
 const provokers: Record<
   string,
   {

@@ -1,14 +1,9 @@
-/**
- * `POST /plants`: idempotent replay, conflict (also concurrent) and exact int64 ids; rows read from the app's store.
- *
- * @module
- */
+/** `POST /plants`: replay, conflict (also concurrent) and exact int64 ids; rows read from the app's store. */
 import { join } from 'node:path'
 import { sql } from 'kysely'
-import pg from 'pg'
 import t from 'tap'
 import { SQLITE_FILE } from '../../service/store/sqlite.ts'
-import { build, freshStore, sqliteFile } from '../helpers/app.ts'
+import { build, freshStore, query, sqliteFile } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
 interface Row {
@@ -23,15 +18,11 @@ const app = await build(t, store)
 
 /** The rows stored under `id` (a decimal string), the id read exactly. */
 async function storedRows(id: string): Promise<Row[]> {
-  if (store.databaseUrl !== undefined) {
-    const client = new pg.Client({ connectionString: store.databaseUrl })
-    await client.connect()
-    const query = client.query<Row>('select id::text as id, name, tag from plant where id = $1::bigint', [id])
-    return (await query.finally(() => client.end())).rows
-  }
+  if (store.databaseUrl !== undefined)
+    return query<Row>(store.databaseUrl, 'select id::text as id, name, tag from plant where id = $1::bigint', [id])
   const db = await sqliteFile(join(store.dataDir, SQLITE_FILE))
-  const query = sql<Row>`select cast(id as text) as id, name, tag from plant where id = ${BigInt(id)}`.execute(db)
-  return (await query.finally(() => db.destroy())).rows
+  const rows = sql<Row>`select cast(id as text) as id, name, tag from plant where id = ${BigInt(id)}`.execute(db)
+  return (await rows.finally(() => db.destroy())).rows
 }
 
 t.test('the same id and content is a replay: 200 with the stored Plant, stored once', async (t) => {

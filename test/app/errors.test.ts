@@ -1,8 +1,4 @@
-/**
- * Errors outside the operations: unknown routes 404, other methods on a path of the contract 405 with `Allow`.
- *
- * @module
- */
+/** Unknown routes 404; other methods on a path of the contract 405 with `Allow`. */
 import { METHODS } from 'node:http'
 import t from 'tap'
 import { JSON_HEADERS, listen, TOKEN } from '../helpers/app.ts'
@@ -22,7 +18,7 @@ t.test('an unknown route is 404 with the Error body', async (t) => {
     assertErrorBody(t, await app.inject({ method, url, headers: JSON_HEADERS, payload: '{}' }), 404)
 })
 
-// Every method Node's parser accepts but CONNECT (a tunnel: 400), whatever the body; HEAD where a path has no GET.
+// Every method Node's parser accepts but CONNECT (a tunnel: 400); HEAD where a path has no GET.
 t.test(
   'every method a path of the contract has no operation for is 405 with Allow and the Error body, before any body',
   async (t) => {

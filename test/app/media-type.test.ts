@@ -1,9 +1,4 @@
-/**
- * The request body of `POST /plants`: only `application/json` in UTF-8, else 415; not UTF-8, malformed, too deep or
- * with repeated names, 400; over the limit, 413; `__proto__` pollutes nothing.
- *
- * @module
- */
+/** The body of `POST /plants`: `application/json` in UTF-8 or 415; malformed, too deep or repeated names 400; 413. */
 import t, { type Test } from 'tap'
 import { UNSUPPORTED_MEDIA_TYPE } from '../../service/errors.ts'
 import { MAX_DEPTH, UTF8_ONLY } from '../../service/plugins/exact-json/index.ts'

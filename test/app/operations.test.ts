@@ -1,4 +1,4 @@
-/** Operating behind a gateway: probes, metrics, request ids, draining, trusted proxies. Outside the public contract. */
+/** Behind a gateway: probes, metrics, request ids, draining, trusted proxies (outside the public contract). */
 import t from 'tap'
 import { build, JSON_HEADERS, logSink } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
@@ -50,8 +50,8 @@ t.test('metrics: requests by route and status, outcomes, store latency, process 
 t.test(
   'a well-formed X-Request-Id is kept, returned and on each log line of its request; else a new UUID',
   async (t) => {
-    const { stream, lines } = logSink()
-    const app = await build(t, {}, { level: 'info', stream })
+    const { logger, lines } = logSink()
+    const app = await build(t, {}, logger)
     const id = 'gateway-42.a:b'
     const response = await postPlant(app, { id: 1, name: 5 }, { headers: { ...JSON_HEADERS, 'x-request-id': id } })
     t.equal(response.headers['x-request-id'], id)
@@ -77,8 +77,8 @@ t.test('X-Forwarded-For is believed only from the addresses TRUST_PROXY lists', 
     [['127.0.0.1'], '203.0.113.7'],
     [['10.0.0.0/8'], '127.0.0.1'],
   ] as const) {
-    const { stream, lines } = logSink()
-    const app = await build(t, { trustProxy: [...trustProxy] }, { level: 'info', stream })
+    const { logger, lines } = logSink()
+    const app = await build(t, { trustProxy: [...trustProxy] }, logger)
     await app.inject({ url: '/nowhere', headers: { 'x-forwarded-for': '203.0.113.7' } })
     const incoming = lines.find((line) => line.msg === 'request completed') as { req: { remoteAddress: string } }
     t.equal(incoming.req.remoteAddress, expected, `trustProxy ${JSON.stringify(trustProxy)}`)

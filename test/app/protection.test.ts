@@ -1,13 +1,12 @@
 /**
- * The per-token rate limit; the failed-authentication limit per address, which a client cannot multiply, forge or
- * flush; tokens kept out of URLs and logs; load shedding; security headers; CORS. Across replicas: services/redis.
+ * Rate limits per token and per address (unforgeable); tokens kept out of URLs and logs; load shedding; security
+ * headers; CORS. Across replicas: services/redis.
  */
 import { randomInt } from 'node:crypto'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { createApp } from '../../service/app.ts'
 import { loadConfig } from '../../service/config.ts'
-import { loggerOptions } from '../../service/logging.ts'
 import { build, freshStore, JSON_HEADERS, logSink, OTHER_TOKEN, testConfig, TOKEN } from '../helpers/app.ts'
 import { assertErrorBody, CONTRACT_METHODS, contractViolations } from '../helpers/contract.ts'
 import { postPlant, type PostOptions } from '../helpers/post-plant.ts'
@@ -15,30 +14,25 @@ import { postPlant, type PostOptions } from '../helpers/post-plant.ts'
 const WRONG = 'wrong-token-0123456789abcdef'
 
 /** A request from `address` (a gateway's with `forwardedFor`) with `token` and `origin`. */
-function from(address: string, token: string | undefined, forwardedFor?: string, origin?: string): PostOptions {
-  return {
-    from: address,
-    headers: {
-      'content-type': 'application/json',
-      authorization: token && `Bearer ${token}`,
-      'x-forwarded-for': forwardedFor,
-      origin,
-    },
-  }
-}
+const from = (address: string, token?: string, forwardedFor?: string, origin?: string): PostOptions => ({
+  from: address,
+  headers: {
+    'content-type': 'application/json',
+    authorization: token && `Bearer ${token}`,
+    'x-forwarded-for': forwardedFor,
+    origin,
+  },
+})
 
-/** Creates a plant of a new id. */
 const send = (app: FastifyInstance, request: PostOptions) =>
   postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, request)
 
-/** Statuses of the requests, sent in turn. */
-async function statuses(app: FastifyInstance, requests: PostOptions[]): Promise<number[]> {
+async function statuses(app: FastifyInstance, requests: PostOptions[]) {
   const answered = []
   for (const request of requests) answered.push((await send(app, request)).statusCode)
   return answered
 }
 
-/** The addresses of the `request completed` log lines. */
 const loggedAddresses = (lines: Array<Record<string, unknown>>) =>
   lines
     .filter((line) => line.msg === 'request completed')
@@ -46,10 +40,11 @@ const loggedAddresses = (lines: Array<Record<string, unknown>>) =>
 
 t.test('each token has its own budget; past it, 429 with Retry-After; authentication comes first', async (t) => {
   const app = await build(t, { rateLimitMax: 2, rateLimitWindowMs: 60000 })
-  const first = await send(app, from('192.0.2.1', TOKEN))
+  const mine = from('192.0.2.1', TOKEN)
+  const first = await send(app, mine)
   t.match(first, { statusCode: 200, headers: { 'x-ratelimit-remaining': undefined } }, 'no budget headers')
-  t.equal((await send(app, from('192.0.2.1', TOKEN))).statusCode, 200)
-  const limited = await send(app, from('192.0.2.1', TOKEN))
+  t.equal((await send(app, mine)).statusCode, 200)
+  const limited = await send(app, mine)
   t.equal(limited.statusCode, 429)
   t.match(limited.headers, { 'retry-after': /^\d+$/, 'x-ratelimit-limit': '2' })
   t.same(
@@ -114,12 +109,8 @@ t.test(
   async (t) => {
     const gateway = '10.0.0.2'
     const via = (forwarded: string, token = WRONG) => from(gateway, token, forwarded)
-    const { stream, lines } = logSink()
-    const trusting = await build(
-      t,
-      { authFailureLimitMax: 1, trustProxy: true },
-      { ...loggerOptions('info', false), stream },
-    )
+    const { logger, lines } = logSink()
+    const trusting = await build(t, { authFailureLimitMax: 1, trustProxy: true }, logger)
     const clients = ['203.0.113.1', '203.0.113.1', '203.0.113.2']
     t.same(
       await statuses(
@@ -168,11 +159,11 @@ t.test('the failure limit off, or Redis unreachable (fail open): failures stay 4
   const off = await build(t, { authFailureLimitMax: 0, rateLimitMax: 100 })
   const failures = Array<PostOptions>(30).fill(from('192.0.2.9', WRONG))
   t.same(await statuses(off, failures), Array(30).fill(401))
-  const { stream, lines } = logSink()
+  const { logger, lines } = logSink()
   const redisDown = await build(
     t,
     { rateLimitMax: 1, rateLimitWindowMs: 60000, authFailureLimitMax: 1, rateLimitRedisUrl: 'redis://127.0.0.1:1' },
-    { ...loggerOptions('info', false), stream },
+    logger,
   )
   t.same(
     await statuses(
@@ -189,8 +180,8 @@ t.test('the failure limit off, or Redis unreachable (fail open): failures stay 4
 t.test(
   'a bearer token in the query of an operation is 400 invalid_request; no log line holds it (RFC 6750 §2.3)',
   async (t) => {
-    const { stream, lines } = logSink()
-    const app = await build(t, {}, { ...loggerOptions('info', false), stream })
+    const { logger, lines } = logSink()
+    const app = await build(t, {}, logger)
     for (const headers of [{ 'content-type': 'application/json' }, JSON_HEADERS]) {
       const response = await app.inject({
         method: 'POST',
@@ -210,14 +201,14 @@ t.test(
 )
 
 /** Blocks the event loop for `ms` milliseconds. */
-function stall(ms: number): void {
+function stall(ms: number) {
   for (const until = performance.now() + ms; performance.now() < until;);
 }
 
 t.test('under event-loop pressure: 503 with Retry-After; liveness and metrics still answer', async (t) => {
   const app = await build(t, { loadShedMaxEventLoopDelayMs: 1 })
   let shed
-  // A deadline, not a count: the first two seconds after ready are not read as overload.
+  // A deadline: the first two seconds after ready are not read as overload.
   for (let attempt = 0, deadline = Date.now() + 30000; shed === undefined && Date.now() < deadline; attempt++) {
     stall(60)
     await new Promise((resolve) => setTimeout(resolve, 20))
@@ -239,7 +230,7 @@ t.test('under event-loop pressure: 503 with Retry-After; liveness and metrics st
 
 t.test('a stall while the service starts is not overload: the first request is served', async (t) => {
   const threshold = loadConfig({}).loadShedMaxEventLoopDelayMs
-  // createApp reads this setting twice, the second time after load shedding is registered: that read stalls.
+  // createApp reads this twice, the second time after load shedding is registered: that read stalls.
   const base = testConfig({ loadShedMaxEventLoopDelayMs: threshold })
   let reads = 0
   const app = await createApp({

@@ -1,9 +1,4 @@
-/**
- * docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures of
- * one create over its own connection, with the service's defaults.
- *
- * @module
- */
+/** docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures. */
 import { existsSync, readFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import type { Socket } from 'node:net'
@@ -12,16 +7,15 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { createApp } from '../../service/app.ts'
 import { loadConfig } from '../../service/config.ts'
-import { loggerOptions } from '../../service/logging.ts'
 import { JSON_HEADERS, logSink, TOKEN } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
 const root = fileURLToPath(new URL('../../', import.meta.url))
 const LIST_HEADING = 'The files a `POST /plants` runs through, in order'
-/** The messages of a request's one log line, written once it is answered. */
+/** A request's one log line, once answered. */
 const LOGGED_END = new Set(['request completed', 'request errored'])
-/** The doc's ordered list: each entry's path. */
-function documentedPath(): string[] {
+
+function documentedPath() {
   const text = readFileSync(join(root, 'docs/development.md'), 'utf8')
   const lines = text.slice(text.indexOf(LIST_HEADING)).split('\n')
   const first = lines.findIndex((line) => line.startsWith('1. '))
@@ -30,7 +24,7 @@ function documentedPath(): string[] {
 }
 
 /** The scripts of service/ with a function called since the last take. */
-async function takeCoverage(session: Session): Promise<string[]> {
+async function takeCoverage(session: Session) {
   const { result } = await session.post('Profiler.takePreciseCoverage')
   return result
     .filter(({ url }) => url.startsWith('file:') && relative(root, fileURLToPath(url)).startsWith('service/'))
@@ -39,7 +33,7 @@ async function takeCoverage(session: Session): Promise<string[]> {
 }
 
 /** A file, or the folder holding it that has a README.md. */
-function readerUnit(file: string): string {
+function readerUnit(file: string) {
   for (let folder = dirname(file); folder !== 'service' && folder !== '.'; folder = dirname(folder))
     if (existsSync(join(root, folder, 'README.md'))) return `${folder}/`
   return file
@@ -54,14 +48,14 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
 
   const session = new Session()
   session.connect()
-  // As tap's coverage takes them: a coarser mode would coarsen its report.
+  // As tap's coverage takes them.
   const coverage = { callCount: true, detailed: true }
   await session.post('Profiler.enable')
   await session.post('Profiler.startPreciseCoverage', coverage)
 
-  const { stream, lines } = logSink()
+  const { logger, lines } = logSink()
   const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: t.testdir() })
-  const app = await createApp(config, { ...loggerOptions('info', false), stream })
+  const app = await createApp(config, logger)
   t.teardown(() => app.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const closed: Array<Promise<void>> = []

@@ -1,4 +1,4 @@
-/** Tracing in the app: the spans of a create in the caller's trace, as a collector receives them; other requests. */
+/** Tracing in the app: a create's spans in the caller's trace, as a collector receives them; other requests. */
 import t from 'tap'
 import { build, dropPlantTable, freshStore, JSON_HEADERS, TEST_DATABASE_URL } from '../helpers/app.ts'
 import { only, startCollector, traceparent } from '../helpers/otlp-collector.ts'

@@ -1,8 +1,4 @@
-/**
- * Validation of `POST /plants` against NewPlant: no coercion, required fields, an object; every 400 names the field.
- *
- * @module
- */
+/** `POST /plants` against NewPlant: no coercion, required fields, an object; each 400 names the field. */
 import t from 'tap'
 import { build } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
@@ -10,7 +6,6 @@ import { postPlant } from '../helpers/post-plant.ts'
 // A rejected body stores nothing.
 const app = await build(t)
 
-/** Bodies that are not a NewPlant, and the message naming the field. */
 const rejected: Array<[string, string, RegExp]> = [
   ['an id sent as a string is 400, not coerced', '{"id":"12","name":"Fern"}', /^body\/id must be integer$/],
   ['an id sent as a boolean is 400, not coerced', '{"id":true,"name":"Fern"}', /^body\/id must be integer$/],

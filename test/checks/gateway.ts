@@ -1,9 +1,6 @@
 /**
- * `npm run check:gateway`: deploy/nginx/nginx.conf refuses bodies over BODY_LIMIT and keeps the others in memory,
- * gives up on headers no later than the service, and drops idle upstream connections before the service does (never
- * sending on one it is closing). Prints each disagreement; exits 1 when there is one.
- *
- * @module
+ * `npm run check:gateway`: deploy/nginx/nginx.conf keeps bodies up to BODY_LIMIT in memory and refuses larger ones,
+ * gives up on headers no later than the service, drops idle upstream connections first. Exits 1 otherwise.
  */
 import { readFileSync } from 'node:fs'
 import { settingsSchema } from '../../service/settings.ts'
@@ -14,8 +11,8 @@ const bodyLimit = Number(BODY_LIMIT.default)
 const headersTimeoutMs = Number(HEADERS_TIMEOUT_MS.default)
 const keepAliveTimeoutMs = Number(KEEP_ALIVE_TIMEOUT_MS.default)
 
-/** The value of the first directive `name` (after `before`), in bytes or milliseconds (`64k`, `10s`). */
-function value(name: string, before = ''): number {
+/** The first directive `name` (after `before`) in bytes or milliseconds (`64k`, `10s`). */
+function value(name: string, before = '') {
   const pattern = new RegExp(`${before}\\n\\s*${name}\\s+(\\d+)([kms]?)\\s*;`)
   const [, number, unit] = pattern.exec(conf) ?? []
   if (number === undefined) throw new Error(`deploy/nginx/nginx.conf has no ${pattern}`)

@@ -1,9 +1,6 @@
 /**
- * `npm run check:links`: every relative link of README.md and docs/*.md names a file
- * or folder of the repository, and a `#fragment` into a Markdown file names one of its
- * headings (GitHub's heading ids). Prints each broken link; exits 1 when there is one.
- *
- * @module
+ * `npm run check:links`: every relative link of README.md and docs/*.md, and its `#fragment` (GitHub's heading ids),
+ * resolves. Exits 1 on a broken one.
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { dirname, join, relative } from 'node:path'
@@ -26,7 +23,6 @@ const headingId = (heading: string): string =>
     .replace(/[^\p{L}\p{N} _-]/gu, '')
     .replace(/ /g, '-')
 
-/** The ids of a Markdown file's headings. */
 const headingIds = (path: string): string[] =>
   [...prose(readFileSync(path, 'utf8')).matchAll(/^#{1,6} (.+)$/gm)].map((match) => headingId(match[1]!))
 

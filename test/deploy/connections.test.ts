@@ -1,21 +1,15 @@
 /**
- * The service process behind the example gateway: clients that pipeline and never read, and idle connections at
- * MAX_CONNECTIONS, keep no create and no probe waiting.
- *
- * @module
+ * Behind the example gateway: clients that pipeline and never read, and idle connections at MAX_CONNECTIONS, keep no
+ * create or probe waiting.
  */
-import { readFileSync } from 'node:fs'
-import type { Socket } from 'node:net'
 import t from 'tap'
 import { freshStore, TOKEN } from '../helpers/app.ts'
+import { residentMb } from '../helpers/machine.ts'
 import { authorized, post, send, startGateway } from '../helpers/nginx.ts'
 import { startService } from '../helpers/process.ts'
 import { connected, exchange, wholeRequest } from '../helpers/raw-http.ts'
 
 t.setTimeout(5 * 60_000)
-
-const residentMb = (pid: number) =>
-  Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024
 
 const { dataDir } = await freshStore(t)
 const service = await startService(t, { DATA_DIR: dataDir, PLANT_STORE_TOKENS: TOKEN, MAX_CONNECTIONS: '20' })
@@ -25,15 +19,12 @@ const create = (id: number) => post(JSON.stringify({ id, name: 'Fern' }), author
 t.test(
   'idle connections after a 200 fill MAX_CONNECTIONS: a create through the gateway is answered 200 within 2 s',
   async (t) => {
-    const idle: Socket[] = []
-    t.teardown(() => idle.forEach((socket) => socket.destroy()))
     for (let index = 0; index < 20; index++) {
-      const socket = await connected({ url: service.url, localAddress: '127.0.0.2' })
+      const socket = await connected({ url: service.url, localAddress: '127.0.0.2' }, t)
       socket.on('error', () => {})
       const answered = new Promise((resolve) => socket.once('data', resolve))
       socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n')
       await answered
-      idle.push(socket)
     }
     const response = await send(gateway, create(1))
     t.equal(response.statusCode, 200)
@@ -46,15 +37,12 @@ t.test(
   async (t) => {
     const pid = service.child.pid!
     const before = residentMb(pid)
-    const flood: Socket[] = []
-    t.teardown(() => flood.forEach((socket) => socket.destroy()))
     for (let index = 0; index < 20; index++) {
-      // From an address of its own: the gateway's per-address limits answer its flood with 429, never the creates.
-      const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress: '127.0.0.2' })
+      // From an address of its own: the per-address limits answer the flood with 429, never the creates.
+      const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress: '127.0.0.2' }, t)
       socket.on('error', () => {})
       socket.pause()
       socket.write(`GET ${new URL(gateway.url).pathname}/docs/json HTTP/1.1\r\nHost: localhost\r\n\r\n`.repeat(3000))
-      flood.push(socket)
     }
     let worstMs = 0
     const statuses: string[] = []

@@ -1,8 +1,6 @@
 /**
- * The image as an operator runs it under podman (hardened, tokens from a secret file, data on a volume): the user and
- * PID 1, `podman stop`, `kill -9` under load, the HEALTHCHECK and what the image carries.
- *
- * @module
+ * The image under podman, hardened: the user and PID 1, `podman stop`, `kill -9` under load, the HEALTHCHECK, the
+ * image's contents.
  */
 import { once } from 'node:events'
 import { type IncomingMessage, request } from 'node:http'
@@ -28,7 +26,7 @@ const token = randomToken()
 const secret = tokensFile(t, token)
 const AUTHORIZED = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
 
-/** Starts the image hardened, `/data` on `volume` (a fresh one by default), with `env`. */
+/** The image hardened, `/data` on `volume` (else a fresh one), with `env`. */
 async function start(t: TestContext, volume?: string, env: Record<string, string> = {}) {
   return runContainer(t, image, [
     ...hardened(secret),
@@ -37,7 +35,6 @@ async function start(t: TestContext, volume?: string, env: Record<string, string
     ...envOptions(env),
   ])
 }
-/** The image's `.Config`, or a `field` of it. */
 const imageConfig = async (field = '') =>
   JSON.parse(await podman(['image', 'inspect', '--format', `{{json .Config${field}}}`, image]))
 const create = (url: string, id: number, name = `plant ${id}`) =>
@@ -104,7 +101,7 @@ t.test(
     )
     t.ok(graceMs < stopTimeoutMs, `SHUTDOWN_GRACE_MS (${graceMs}) is below the stop timeout (${stopTimeoutMs} ms)`)
 
-    // "100 Continue" proves the request reached the service; half the body, stop, the rest once it is shutting down.
+    // 100 Continue: the request reached the service; half the body, stop, the rest once it is shutting down.
     const body = Buffer.from(jsonText({ id: 42, name: 'in flight', tag: 'container' }))
     const client = request(`${container.url}/plants`, {
       method: 'POST',
@@ -135,7 +132,6 @@ t.test(
   'podman kill -s KILL under load loses no plant answered 200; a new container on the volume has every one',
   async (t) => {
     const volume = await createVolume(t)
-    // Neither the load nor the replays may be answered 429.
     const limitsOff = { RATE_LIMIT_MAX: '0' }
     const container = await start(t, volume, limitsOff)
     const answered: number[] = []
@@ -144,7 +140,7 @@ t.test(
     const client = async () => {
       while (!killed) {
         const id = next++
-        // A connection that dies with the container leaves the plant's fate unknown: not counted.
+        // A connection that dies with the container: the plant's fate unknown, not counted.
         const response = await create(container.url, id).catch(() => undefined)
         if (response?.statusCode === 200) answered.push(id)
       }
@@ -169,7 +165,7 @@ t.test(
   },
 )
 
-/** Walks the image's file system with its node: what must not be there, and what /app holds. */
+/** Walks the image's file system: what must not be there, what /app holds. */
 const inspectFileSystem = String.raw`
 const fs = require('fs'), path = require('path')
 const found = { unwanted: fs.existsSync('/usr/lib/gcc') ? ['/usr/lib/gcc'] : [], app: fs.readdirSync('/app').sort(), dist: fs.readdirSync('/app/dist').sort(), usrLocalEtc: fs.readdirSync('/usr/local/etc') }

@@ -1,9 +1,6 @@
 /**
- * The service on `deploy/postgres-ha/` behind the gateway, clients creating plants while the primary dies (`kill -9`),
- * twice: writes back within 30 s, meanwhile only 200 or 503 with `Retry-After`, every 200 on the new primary once; in
- * between the old primary rejoins.
- *
- * @module
+ * The service on `deploy/postgres-ha/` behind the gateway, the primary killed twice under load: back within 30 s, only
+ * 200 or 503 meanwhile, every 200 stored once; the old primary rejoins.
  */
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
@@ -13,7 +10,7 @@ import { type PatroniNode, startCluster } from '../helpers/postgres-ha.ts'
 import { randomToken } from '../helpers/podman.ts'
 import { startService } from '../helpers/process.ts'
 
-/** Creates succeed again within this many seconds of losing the primary. */
+/** Seconds within which creates succeed again after losing the primary. */
 const RECOVERY_LIMIT_S = 30
 
 t.setTimeout(15 * 60_000)
@@ -27,7 +24,6 @@ const service = await startService(t, {
   DATA_DIR: join(t.testdir(), 'unused'),
 })
 const gateway = await startGateway(t, [service])
-/** Ids answered 200 so far. */
 const created: bigint[] = []
 /** Of `created`: how many `node` stores, and how many ids it stores twice. */
 const stored = async (node: PatroniNode) =>
@@ -40,7 +36,7 @@ const stored = async (node: PatroniNode) =>
     )
   )[0]!
 
-/** Load through the gateway, the leader killed after 200 creates: the answers and the new primary. */
+/** Load through the gateway, the leader killed after 200 creates. */
 async function loseThePrimary(t: Test, firstId: bigint) {
   const load = startLoad(gateway, token, firstId)
   const leader = await cluster.leader()
@@ -49,7 +45,7 @@ async function loseThePrimary(t: Test, firstId: bigint) {
     await load.successes(200, 0, 120_000)
     killedAt = performance.now()
     await leader.kill()
-    // Not the measured bound (asserted below): long enough to see how late it comes.
+    // Not the bound (asserted below): long enough to see how late it comes.
     await load.successes(200, killedAt, (RECOVERY_LIMIT_S + 60) * 1000)
   } finally {
     await load.stop()

@@ -1,9 +1,6 @@
 /**
- * The example gateway in front of two hardened containers on one PostgreSQL, trusting `X-Forwarded-*` from the
- * gateway's bridge address only: the contract through it, the client's address, the 413, Swagger UI in Chromium,
- * clients that cut the connection, the 502.
- *
- * @module
+ * The example gateway before two hardened containers on one PostgreSQL: the contract, the client's address, the 413,
+ * Swagger UI in Chromium, cut connections, the 502.
  */
 import { Agent } from 'node:https'
 import t from 'tap'
@@ -37,14 +34,13 @@ const [image, browser] = await Promise.all([imageUnderTest(), launchChromium(t)]
 const replicas = await startReplicas(t, image, 2, token, { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' })
 const gateway = await startGateway(t, replicas)
 
-/** A `POST` of a Fern with `id` to the gateway. */
 const fern = (id: number | string, headers = AUTHORIZED) => post(JSON.stringify({ id, name: 'Fern' }), headers)
-/** POST /plants with `body` straight to `replica`'s published port, from the host. */
+/** POST /plants of `body` straight to `replica`'s published port. */
 const direct = (replica: Replica, body: string) => postPlant(replica.url, body, { headers: AUTHORIZED })
 
 // One database under both replicas: test/process/postgres.test.ts and compose.test.ts.
 t.test('through the gateway: create 200 on both replicas, each over one kept-alive connection', async (t) => {
-  // One client connection: one nginx worker, so each replica should see one connection from it.
+  // One client connection, one nginx worker: each replica sees one connection.
   const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: gateway.ca })
   t.teardown(() => agent.destroy())
   const created: Array<{ replica: Replica; port?: number }> = []
@@ -94,7 +90,7 @@ t.test("the client's address reaches the replicas' logs; an X-Forwarded-For the 
     t.equal(line.req?.remoteAddress, client, `${client}: in the log of ${replica.name}, with the gateway's request id`)
   }
 
-  // A peer on the bridge that is not the gateway (another container) is not believed.
+  // A peer on the bridge that is not the gateway is not believed.
   const [from, to] = replicas as [Replica, Replica]
   const script = `fetch('http://${to.address}:3000/plants', { method: 'POST', headers: { 'content-type': 'application/json', 'x-forwarded-for': '203.0.113.7' }, body: '{"id":102,"name":"Calathea"}' })
     .then((response) => process.stdout.write(response.status + ' ' + response.headers.get('x-request-id')))`
@@ -143,8 +139,7 @@ t.test(
   },
 )
 
-// With and without the slash: @fastify/swagger-ui links its assets from the service root unless the URL ends in '/';
-// the service redirects /docs to docs/.
+// With and without the slash: unless the URL ends in '/', @fastify/swagger-ui links assets from the service root.
 for (const slash of ['/', '']) {
   const [docsPath, screenshot] = [`${GATEWAY_PREFIX}/docs${slash}`, `swagger-ui-gateway${slash ? '' : '-no-slash'}.png`]
   t.test(

@@ -1,13 +1,7 @@
-/**
- * The example gateway before a recording server: what nginx answers itself and what it sends a replica.
- *
- * @module
- */
+/** The example gateway before a recording server: what nginx answers itself and what it sends a replica. */
 import { once } from 'node:events'
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs'
+import { cpSync } from 'node:fs'
 import { createServer as createHttpServer, type IncomingMessage } from 'node:http'
-import { createServer, type Server, type Socket } from 'node:net'
-import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { TOKEN } from '../helpers/app.ts'
@@ -25,16 +19,10 @@ import {
   send,
   startGateway,
 } from '../helpers/nginx.ts'
-import { connected, exchange, headerLines, requestHead } from '../helpers/raw-http.ts'
+import { partitionProxy } from '../helpers/partition-proxy.ts'
+import { connected, exchange, headerLines, parse, requestHead } from '../helpers/raw-http.ts'
 
 const AUTHORIZED = authorized(TOKEN)
-
-/** Listens on 127.0.0.1 until teardown. @returns its `host:port`. */
-async function upstream(server: Server) {
-  await once(server.listen(0, '127.0.0.1'), 'listening')
-  t.teardown(() => new Promise((resolve) => server.close(resolve)))
-  return `127.0.0.1:${(server.address() as { port: number }).port}`
-}
 
 const seen: IncomingMessage[] = []
 /** A replica that records each request and answers 200 with a Plant. */
@@ -44,8 +32,9 @@ const recorder = createHttpServer((incoming, response) => {
     .resume()
     .on('end', () => response.writeHead(200, { 'content-type': 'application/json' }).end('{"name":"Fern"}'))
 })
-t.teardown(() => recorder.closeAllConnections())
-const gateway = await startGateway(t, [await upstream(recorder)])
+await once(recorder.listen(0, '127.0.0.1'), 'listening')
+t.teardown(() => new Promise((resolve) => recorder.close(resolve).closeAllConnections()))
+const gateway = await startGateway(t, [`127.0.0.1:${(recorder.address() as { port: number }).port}`])
 
 const fern = (id: number) => post(`{"id":${id},"name":"Fern"}`, AUTHORIZED)
 const EMPTY = 'Content-Length: 2\r\n\r\n{}'
@@ -110,10 +99,9 @@ t.test(
 )
 
 t.test('a replica that does not answer: 504 with the Error body after the gateway’s read timeout', async (t) => {
-  const sockets = new Set<Socket>()
-  const stalled = createServer((socket) => sockets.add(socket.resume()))
-  t.teardown(() => sockets.forEach((socket) => socket.destroy()))
-  const response = await send(await startGateway(t, [await upstream(stalled)]), fern(600))
+  const stalled = await partitionProxy(t, 'http://127.0.0.1:1') // partitioned: it accepts and never answers
+  stalled.partition()
+  const response = await send(await startGateway(t, [stalled]), fern(600))
   errorBody(t, response, 504, '504')
 })
 
@@ -141,23 +129,15 @@ t.test(
 )
 
 t.test('the shipped configuration passes nginx -t (with a certificate where listen.conf names it)', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'plant-store-nginx-example-'))
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const dir = t.testdir({ tls: {} })
   cpSync(NGINX_DIR, dir, { recursive: true })
-  mkdirSync(join(dir, 'tls'))
   await selfSignedCertificate(join(dir, 'tls', 'fullchain.pem'), join(dir, 'tls', 'privkey.pem'))
   t.match((await run(NGINX, ['-t', '-c', join(dir, 'nginx.conf'), '-p', `${dir}/`])).stderr, /test is successful/)
 })
 
-/** A TLS connection from `localAddress`, closed at teardown. */
-async function connection(t: Test, localAddress: string) {
-  const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress })
-  t.teardown(() => socket.destroy())
-  return socket
-}
-/** Sends `head` with `Expect: 100-continue` from `localAddress`. @returns the first bytes answered. */
+/** Sends `head` with `Expect: 100-continue` from `localAddress`. @returns the first bytes back. */
 async function expectContinue(t: Test, localAddress: string, head: string) {
-  const socket = await connection(t, localAddress)
+  const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress }, t)
   const answered = once(socket, 'data')
   socket.write(`${head}Expect: 100-continue\r\n\r\n`)
   return String((await answered)[0])
@@ -183,7 +163,7 @@ t.test(
 t.test('per client address, past a burst of 200 requests: 429 with Retry-After and the Error body', async (t) => {
   // Pipelined, so they arrive together.
   const count = 1000
-  const socket = await connection(t, '127.0.0.4')
+  const socket = await connected({ url: gateway.origin, ca: gateway.ca, localAddress: '127.0.0.4' }, t)
   let received = ''
   socket.on('data', (chunk: Buffer) => (received += chunk.toString('latin1')))
   const closed = once(socket, 'close')
@@ -201,12 +181,9 @@ t.test('per client address, past a burst of 200 requests: 429 with Retry-After a
     limited > 0 && statuses.every((status) => status === 200 || status === 429),
     `the rest refused but refills: ${limited}`,
   )
-  const [, headText = '', rest = ''] = /(HTTP\/1\.1 429 [\s\S]*?)\r\n\r\n([\s\S]*)/.exec(received) ?? []
-  const headers = Object.fromEntries(
-    [...headText.matchAll(/^([^:\r\n]+):\s*(.*?)\r?$/gm)].map(([, name, value]) => [name!.toLowerCase(), value!]),
-  )
-  errorBody(t, { statusCode: 429, headers, body: rest.slice(0, Number(headers['content-length'])), elapsedMs: 0 }, 429)
-  t.equal(headers['retry-after'], '1')
+  const first429 = parse(Buffer.from(received.slice(received.indexOf('HTTP/1.1 429 ')), 'latin1'), true)!
+  errorBody(t, { ...first429, elapsedMs: 0 }, 429)
+  t.equal(first429.headers['retry-after'], '1')
 })
 
 t.test("the service's responses keep their own headers; the access log has no query", async (t) => {

@@ -1,8 +1,6 @@
 /**
- * A rolling restart behind the gateway costs clients nothing: two service processes on one PostgreSQL restarted in
- * turn under load; no client sees a non-2xx or a failed exchange, every 200 is stored once.
- *
- * @module
+ * Two replicas on one PostgreSQL restarted in turn behind the gateway under load: no client sees an error, every 200 is
+ * stored once.
  */
 import t from 'tap'
 import { postgresSchema, TOKEN } from '../helpers/app.ts'

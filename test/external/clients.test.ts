@@ -1,12 +1,7 @@
 /**
- * Clients against a listening service: client/plant-store-client.ts (ids at ±2^53 ± 1 and the int64 limits exact,
- * statuses typed, failures typed), and openapi-fetch typed by the generated `paths` (an int64 a `bigint`, bodies by
- * lossless-json): what the compiler accepts is what the service answers.
- *
- * @module
+ * client/plant-store-client.ts and openapi-fetch (typed by the generated `paths`) against a listening service: what the
+ * compiler accepts is what the service answers, int64 ids exact.
  */
-import { once } from 'node:events'
-import { createServer, type Socket } from 'node:net'
 import { stringify } from 'lossless-json'
 import createClient from 'openapi-fetch'
 import t, { type Test } from 'tap'
@@ -21,6 +16,7 @@ import {
 import type { components, operations, paths } from '../../service/generated/openapi.ts'
 import { listen, TOKEN } from '../helpers/app.ts'
 import { freePort } from '../helpers/machine.ts'
+import { partitionProxy } from '../helpers/partition-proxy.ts'
 
 type Plant = components['schemas']['Plant']
 type ErrorBody = components['schemas']['Error']
@@ -39,7 +35,7 @@ const [EDGE, INT64_MAX] = [2n ** 53n, 2n ** 63n - 1n]
 /** Neighbours that one double cannot tell apart: each must be a plant of its own. */
 const IDS = [EDGE, -EDGE, -INT64_MAX, INT64_MAX].flatMap((id) => [id - 1n, id, id + 1n]).filter((id) => id <= INT64_MAX)
 
-/** Narrows a result to `status`, failing the test otherwise; an Error body's `error` is the status. */
+/** Narrows a result to `status`, else fails; an Error body's `error` is the status. */
 function expectStatus<S extends CreatePlantStatus>(
   t: Test,
   result: CreatePlantResult,
@@ -110,16 +106,10 @@ t.test('no answer: PlantStoreNetworkError with the cause', async (t) => {
   t.type(error, PlantStoreNetworkError, 'connection refused')
   t.type((error as Error).cause, TypeError)
 
-  // A server that accepts the connection and never answers.
-  const sockets = new Set<Socket>()
-  const silent = createServer((socket) => void sockets.add(socket)).listen(0, '127.0.0.1')
-  await once(silent, 'listening')
-  t.teardown(() => {
-    for (const socket of sockets) socket.destroy()
-    silent.close()
-  })
-  const { port } = silent.address() as { port: number }
-  const slow = new PlantStoreClient({ baseUrl: `http://127.0.0.1:${port}`, token: TOKEN, timeoutMs: 200 })
+  // A partitioned proxy accepts the connection and never answers.
+  const silent = await partitionProxy(t, 'http://127.0.0.1:1')
+  silent.partition()
+  const slow = new PlantStoreClient({ baseUrl: silent.url, token: TOKEN, timeoutMs: 200 })
   const timedOut = await slow.createPlant({ id: 1n, name: 'Fern' }).catch((error: unknown) => error)
   t.type(timedOut, PlantStoreNetworkError, 'timeoutMs passed')
   t.equal(((timedOut as Error).cause as Error).name, 'TimeoutError')

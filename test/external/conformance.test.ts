@@ -1,6 +1,6 @@
 /**
- * Responses judged by Prism's validating proxy (`sl-violations`). With `--errors` Prism answers 401s itself, so those
- * are judged without it. Prism re-serializes JSON: malformed JSON and ids past 2^53 are tested elsewhere.
+ * Responses judged by Prism's validating proxy (`sl-violations`); `--errors` Prism answers 401s itself, so those are
+ * judged without it. Prism re-serializes JSON: malformed JSON and ids past 2^53 are tested elsewhere.
  */
 import { spawn } from 'node:child_process'
 import { writeFileSync } from 'node:fs'
@@ -21,18 +21,17 @@ const PRISM_PACKAGE = require.resolve('@stoplight/prism-cli/package.json')
 const PRISM_BIN = join(dirname(PRISM_PACKAGE), (require(PRISM_PACKAGE) as { bin: { prism: string } }).bin.prism)
 
 /** Starts `prism proxy <contract> <upstream>`, killed at teardown. @returns its URL once it answers. */
-async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]): Promise<string> {
+async function startPrism(t: TestContext, contract: string, upstream: string, flags: string[]) {
   const args = [PRISM_BIN, 'proxy', contract, upstream, '--host', '127.0.0.1', '--port', '0', '--multiprocess=false']
   const child = spawn(process.execPath, [...args, ...flags], { env: { ...process.env, FORCE_COLOR: '0' } })
   t.teardown(() => void child.kill('SIGKILL'))
   let output = ''
   for (const stream of [child.stdout, child.stderr]) stream.on('data', (chunk: Buffer) => (output += chunk.toString()))
   let url: string | undefined
-  // A guard against a hung Prism, not a speed limit: a start takes 30 s on a busy machine.
+  // A guard, not a speed limit: a start takes 30 s on a busy machine.
   await waitUntil(`prism ${flags.join(' ')} to answer`, 180_000, async () => {
     if (child.exitCode !== null) throw new Error(`prism ${flags.join(' ')} exited: ${output}`)
     url = /Prism is listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(output)?.[1]
-    // Any HTTP answer will do.
     return (
       url !== undefined &&
       (await fetch(`${url}/plants`, { signal: AbortSignal.timeout(1000) }).catch(() => undefined)) !== undefined
@@ -44,7 +43,7 @@ async function startPrism(t: TestContext, contract: string, upstream: string, fl
 type Sent = { headers: Record<string, string>; body?: PlantBody }
 type Violation = { location: string[]; severity: string; message: string }
 
-/** Sends through the Prism at `base`: the answer, its `sl-violations`, and Prism's own problem type. */
+/** Sends through the Prism at `base`: the answer, `sl-violations`, Prism's own problem type. */
 async function send(base: string, { body, headers }: Sent) {
   const response = await postPlant(base, body, { headers, timeoutMs: 60_000 })
   const [violations, type] = [response.headers['sl-violations'], response.headers['content-type']]
@@ -63,7 +62,7 @@ const json = (body: object, headers: Record<string, string> = bearer): Sent => (
   body,
 })
 
-/** Exchanges on ids from `id` up, the status first in each name: is the request valid, does `--errors` Prism answer? */
+/** Exchanges on ids from `id` up, named status first: is the request valid, does `--errors` Prism answer? */
 function cases(id: number): Array<[string, boolean, Sent, boolean?]> {
   const [monstera, x, headers] = [{ id, name: 'Monstera deliciosa', tag: 'indoor' }, { id: id + 2, name: 'x' }, bearer]
   return [
@@ -86,11 +85,11 @@ function cases(id: number): Array<[string, boolean, Sent, boolean?]> {
   ]
 }
 
-// Four Prism processes start in parallel; on a busy 2-CPU runner that can outlast tap's default 30 s.
+// Four Prisms starting on a busy 2-CPU runner can outlast tap's default 30 s.
 t.setTimeout(120_000)
 const contract = fileURLToPath(CONTRACT_URL)
 const { url: service } = await listen(t)
-// No store reachable, and one request per token per window: the first valid request gets 503, the next 429.
+// No store, one request per token: the first valid request gets 503, the next 429.
 const degraded = await listen(t, {
   databaseUrl: `postgres://postgres@127.0.0.1:${await freePort()}/test`,
   migrateOnStart: false,
@@ -113,7 +112,7 @@ const [strict, lenient, strictDegraded, canary] = await Promise.all([
 ])
 
 /** Prism found no fault in the response, and it is the service's. */
-function conforms(t: Test, judged: Judgement, status: number): void {
+function conforms(t: Test, judged: Judgement, status: number) {
   t.same(
     judged.violations.filter((v) => v.location[0] === 'response'),
     [],

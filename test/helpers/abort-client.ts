@@ -1,9 +1,4 @@
-/**
- * A careless or hostile client over raw sockets: it cuts the connection at each phase of each kind of exchange,
- * alternately closing (FIN) and resetting (RST).
- *
- * @module
- */
+/** A hostile client: it cuts the connection at each phase of each kind of exchange, by FIN and RST in turn. */
 import { open, requestHead, type Target } from './raw-http.ts'
 
 /** Where in an exchange the connection is cut. */
@@ -17,7 +12,6 @@ export const PHASES = [
 
 export type Phase = (typeof PHASES)[number]
 
-/** A request as bytes: its head (ending in the blank line) and its body. */
 type RequestShape = { name: string; head: string; body: string }
 
 function shape(name: string, method: string, path: string, headers: Record<string, string>, body = ''): RequestShape {
@@ -28,7 +22,7 @@ function shape(name: string, method: string, path: string, headers: Record<strin
 /** The wrong bearer token the shapes send. */
 export const WRONG_TOKEN = `${'w'.repeat(20)}${'x'.repeat(20)}`
 
-/** The kinds of request each phase is tried with; `prefix` is a gateway's path prefix. */
+/** The requests each phase is tried with; `prefix`: a gateway's path prefix. */
 export function requestShapes(token: string, prefix = ''): RequestShape[] {
   const json = { 'Content-Type': 'application/json' }
   const authorized = { ...json, Authorization: `Bearer ${token}` }
@@ -46,8 +40,8 @@ export function requestShapes(token: string, prefix = ''): RequestShape[] {
   ]
 }
 
-/** One exchange cut at `phase`; resolves once the socket is closed (at most 5 s after the start). */
-async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase, reset: boolean): Promise<void> {
+/** One exchange cut at `phase`; resolves once the socket is closed (5 s at most). */
+async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase, reset: boolean) {
   const socket = open(target)
   const tls = target.url.startsWith('https:')
   // A reset needs the TCP handle, which TLS wraps: over TLS the cut is a close.
@@ -65,7 +59,7 @@ async function cutAt(target: Target, { head, body }: RequestShape, phase: Phase,
   clearTimeout(guard)
 }
 
-/** Runs `rounds` × every shape × every phase against `target`, `concurrency` at a time. @returns each exchange cut. */
+/** `rounds` × every shape × every phase against `target`, `concurrency` at a time. @returns each cut. */
 export async function cutEveryPhase(
   target: Target,
   token: string,

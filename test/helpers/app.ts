@@ -1,8 +1,6 @@
 /**
- * The application for one test (`build(t)`, closed at its end) on a store of its own;
- * the test tokens and configuration, PostgreSQL schemas, a sink for log lines.
- *
- * @module
+ * The app for one test (`build(t)`, closed at its end) on a store of its own; test tokens, configuration, PostgreSQL
+ * schemas, a log sink.
  */
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
@@ -15,30 +13,31 @@ import pg from 'pg'
 import tap, { type Test } from 'tap'
 import { type AppConfig, createApp } from '../../service/app.ts'
 import { loadConfig } from '../../service/config.ts'
+import { loggerOptions } from '../../service/logging.ts'
 import { openStore } from '../../service/store/database.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { SQLITE_FILE, SqliteConnection, SqliteStoreDialect } from '../../service/store/sqlite.ts'
 import type { StoreOptions } from '../../service/store/store.ts'
 
-/** A test's tap object, as much of it as the helpers need. */
+/** What the helpers need of a test's tap object. */
 export type TestContext = Pick<Test, 'teardown'>
 
-/** `TEST_DATABASE_URL`: every app built stores there, in a schema of its own; unset, the embedded store. */
+/** `TEST_DATABASE_URL`: every app built stores there, in a schema of its own. */
 export const TEST_DATABASE_URL = process.env.TEST_DATABASE_URL
 
-/** PostgreSQL for tests that need it: {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL`, else 127.0.0.1. */
+/** {@link TEST_DATABASE_URL}, else `TEST_POSTGRES_URL`, else 127.0.0.1. */
 export const POSTGRES_URL =
   TEST_DATABASE_URL ?? process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test'
 
-/** Runs `statement` on a connection of its own to `url`. */
-async function query(url: string, statement: string): Promise<void> {
+/** Runs `statement` on a connection of its own to `url`. @returns its rows. */
+export async function query<Row extends pg.QueryResultRow>(url: string, statement: string, values?: unknown[]) {
   const client = new pg.Client({ connectionString: url })
   await client.connect()
-  await client.query(statement).finally(() => client.end())
+  return (await client.query<Row>(statement, values).finally(() => client.end())).rows
 }
 
 /** Creates an empty database on {@link POSTGRES_URL}, dropped at teardown. @returns its URL. */
-export async function postgresDatabase(t: TestContext): Promise<string> {
+export async function postgresDatabase(t: TestContext) {
   const name = `test_${randomBytes(6).toString('hex')}`
   await query(POSTGRES_URL, `create database ${name}`)
   t.teardown(() => query(POSTGRES_URL, `drop database ${name} with (force)`))
@@ -48,8 +47,8 @@ export async function postgresDatabase(t: TestContext): Promise<string> {
 /** This process's own database: Kysely's migrator fails on a schema another process drops meanwhile. */
 let processDatabase: Promise<string> | undefined
 
-/** Creates an empty schema, dropped at teardown: a URL whose connections use it, and a client inside it. */
-export async function postgresSchema(t: TestContext): Promise<{ url: string; client: pg.Client }> {
+/** An empty schema, dropped at teardown: a URL whose connections use it, and a client inside it. */
+export async function postgresSchema(t: TestContext) {
   const schema = `test_${randomBytes(6).toString('hex')}`
   const database = await (processDatabase ??= postgresDatabase(tap))
   const client = new pg.Client({ connectionString: database })
@@ -73,16 +72,13 @@ export async function freshStore(t: TestContext): Promise<Pick<AppConfig, 'dataD
 }
 
 /** Drops table `plant` behind a running app's back: its next create fails (500). */
-export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>): Promise<void> {
+export async function dropPlantTable(store: Awaited<ReturnType<typeof freshStore>>) {
   if (store.databaseUrl !== undefined) return query(store.databaseUrl, 'drop table plant')
   const db = await sqliteFile(join(store.dataDir, SQLITE_FILE))
   await sql`drop table plant`.execute(db).finally(() => db.destroy())
 }
 
-/**
- * A connection to a store's `file` on the service's own copy of SQLite: another copy in this process would not see its
- * locks, and closing would drop them (sqlite.org/howtocorrupt.html, 2.2). Integers read as numbers.
- */
+/** A connection to a store's `file` on the service's own SQLite, whose locks it sees; integers read as numbers. */
 export async function sqliteFile(file: string): Promise<Kysely<Record<string, never>>> {
   return new Kysely({ dialect: new SqliteStoreDialect(await SqliteConnection.open(file)) })
 }
@@ -102,7 +98,7 @@ export const LIMITS_OFF = {
   LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0',
 } as const
 
-/** A test app's configuration: `loadConfig`'s defaults, both test tokens, {@link LIMITS_OFF}, then `overrides`. */
+/** `loadConfig`'s defaults, both test tokens, {@link LIMITS_OFF}, then `overrides`. */
 export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   return {
     ...loadConfig({ NODE_ENV: 'test', PLANT_STORE_TOKENS: `${TOKEN},${OTHER_TOKEN}`, ...LIMITS_OFF }),
@@ -110,12 +106,12 @@ export function testConfig(overrides: Partial<AppConfig> = {}): AppConfig {
   }
 }
 
-/** Options to open a store in a test: the test defaults (a dropped idle connection is no failure), `overrides`. */
+/** Store options: the test defaults (a dropped idle connection is no failure), then `overrides`. */
 export function storeOptions(overrides: Partial<StoreOptions> = {}): StoreOptions {
   return { ...testConfig(), onConnectionError: () => {}, ...overrides }
 }
 
-/** Builds the application, closed at teardown, on a fresh store unless `overrides` names one; silent unless `logger`. */
+/** Builds the app, closed at teardown, on a fresh store unless `overrides` names one; silent unless `logger`. */
 export async function build(
   t: TestContext,
   overrides: Partial<AppConfig> = {},
@@ -127,7 +123,7 @@ export async function build(
   return app
 }
 
-/** Builds the application on `overrides.databaseUrl`, migrated beforehand with the default timeouts. */
+/** {@link build} on `overrides.databaseUrl`, migrated beforehand with the default timeouts. */
 export async function migratedApp(
   t: TestContext,
   overrides: Partial<AppConfig> & { databaseUrl: string },
@@ -138,30 +134,24 @@ export async function migratedApp(
   return build(t, { dataDir, ...overrides, migrateOnStart: false })
 }
 
-/** Builds the application listening on a free loopback port; returns it and its base URL. */
+/** {@link build}, listening on a free loopback port. @returns the app and its base URL. */
 export async function listen(
   t: TestContext,
   overrides: Partial<AppConfig> = {},
-): Promise<{ app: FastifyInstance; url: string }> {
-  const app = await build(t, overrides)
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  return { app, url }
+  logger: FastifyServerOptions['logger'] = false,
+) {
+  const app = await build(t, overrides, logger)
+  return { app, url: await app.listen({ host: '127.0.0.1', port: 0 }) }
 }
 
-/** A pino destination (`stream`) that keeps every log line, parsed, in order (`lines`). */
-export function logSink(): { stream: Writable; lines: Array<Record<string, unknown>> } {
+/** A pino destination (`stream`) keeping each log line parsed (`lines`); `logger`: the service's options on it. */
+export function logSink() {
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      lines.push(
-        ...(chunk
-          .toString()
-          .split('\n')
-          .filter(Boolean)
-          .map((line) => JSON.parse(line)) as typeof lines),
-      )
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as (typeof lines)[number])
       done()
     },
   })
-  return { stream, lines }
+  return { stream, lines, logger: { ...loggerOptions('info', false), stream } }
 }

@@ -1,8 +1,4 @@
-/**
- * Runs a command to its exit, for tests (`podman …`, `openssl …`, `mount …`).
- *
- * @module
- */
+/** Runs a command to its exit (`podman …`, `openssl …`, `mount …`). */
 import { execFile } from 'node:child_process'
 
 /** What a command wrote. */
@@ -11,7 +7,7 @@ export interface RunResult {
   readonly stderr: string
 }
 
-/** A command that failed: a one-line message ending with {@link lastLine}; the last 40 lines of output. */
+/** A failed command: a one-line message ending with {@link lastLine}; the last 40 lines of output. */
 export class CommandError extends Error {
   override readonly name = 'CommandError'
   /** null when killed (timeout) or not started. */
@@ -54,18 +50,10 @@ export async function run(
   })
 }
 
-/** An error with a one-line message and the last 40 lines of `output`, as {@link CommandError} has them. */
-export function failure(message: string, output: string): Error & { output: string } {
-  return Object.assign(new Error(message), { output: tail(output) })
-}
-
 /** The line of a command's output that says most: the last one naming an error, else the last one. */
-export function lastLine(output: string): string {
+export function lastLine(output: string) {
   const lines = output.trimEnd().split('\n')
   return lines.findLast((line) => /error/i.test(line))?.trim() ?? lines.at(-1) ?? ''
 }
 
-/** The last 40 lines of `output`. */
-function tail(output: string): string {
-  return output.trimEnd().split('\n').slice(-40).join('\n')
-}
+const tail = (output: string) => output.trimEnd().split('\n').slice(-40).join('\n')

@@ -1,8 +1,4 @@
-/**
- * What openapi.yaml says, for tests to derive from rather than restate, and checks of responses against it.
- *
- * @module
- */
+/** What openapi.yaml says, for tests to derive from rather than restate; checks of responses against it. */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import type { LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
@@ -16,18 +12,16 @@ const ajv = new Ajv2020({ strict: false, validateSchema: false, allErrors: true 
 ajv.addFormat('int32', true).addFormat('int64', true)
 ajv.addSchema(contract, 'contract')
 
-/** Every operation of openapi.yaml (method upper case, path template, operationId), in order. */
-export const OPERATIONS: ReadonlyArray<{ method: string; path: string; operationId: string }> = Object.entries(
-  contract.paths,
-).flatMap(([path, item = {}]) =>
+/** openapi.yaml's operations (method upper case, path template, operationId), in order. */
+export const OPERATIONS = Object.entries(contract.paths).flatMap(([path, item = {}]) =>
   Object.entries(item).flatMap(([method, operation]) => {
     const operationId = (operation as { operationId?: unknown }).operationId
     return typeof operationId === 'string' ? [{ method: method.toUpperCase(), path, operationId }] : []
   }),
 )
 
-/** The methods of the contract's operations, sorted, each once (what CORS allows). */
-export const CONTRACT_METHODS: readonly string[] = [...new Set(OPERATIONS.map((operation) => operation.method))].sort()
+/** The contract's methods, sorted, each once (what CORS allows). */
+export const CONTRACT_METHODS = [...new Set(OPERATIONS.map((operation) => operation.method))].sort()
 
 /** The methods a path template allows, sorted, HEAD wherever GET is (RFC 9110 §9.3.2): a 405's `Allow`. */
 export function allowedMethods(path: string): string[] {
@@ -35,7 +29,7 @@ export function allowedMethods(path: string): string[] {
   return [...new Set([...methods, ...(methods.includes('GET') ? ['HEAD'] : [])])].sort()
 }
 
-/** A method the contract has no operation for at the path template `path` (405 there). */
+/** A method without an operation at the path template `path` (405 there). */
 export function otherMethod(path: string): string {
   return ['DELETE', 'PUT', 'PATCH', 'GET', 'POST'].find((method) => !allowedMethods(path).includes(method))!
 }
@@ -43,13 +37,13 @@ export function otherMethod(path: string): string {
 /** A URL path of the template `path`: each `{parameter}` as `1`. */
 export const examplePath = (path: string): string => path.replace(/\{[^}]+\}/g, '1')
 
-/** A validator of the contract's schema at `pointer` (e.g. `#/components/schemas/NewPlant`), compiled once. */
+/** A validator of the contract's schema at `pointer` (`#/components/schemas/NewPlant`). */
 export function schemaAt(pointer: string): ValidateFunction {
   return ajv.getSchema(`contract${pointer}`)!
 }
 
 /** Problems of a response that must be `application/json` of the schema `validate`. */
-function bodyProblems(response: AnyResponse, validate: ValidateFunction): string[] {
+function bodyProblems(response: AnyResponse, validate: ValidateFunction) {
   const contentType = String(response.headers['content-type'])
   const problems = contentType.startsWith('application/json')
     ? []
@@ -62,7 +56,7 @@ function bodyProblems(response: AnyResponse, validate: ValidateFunction): string
   return problems
 }
 
-/** The problems of a response to `POST /plants`: undeclared status, media type or body; none when it conforms. */
+/** A response to `POST /plants`'s undeclared status, media type or body; none when it conforms. */
 export function contractViolations(response: AnyResponse): string[] {
   const responses = contract.paths['/plants']!.post!.responses as Record<string, { $ref?: string }>
   const status = String(response.statusCode) in responses ? String(response.statusCode) : 'default'
@@ -77,7 +71,7 @@ export function contractViolations(response: AnyResponse): string[] {
   return bodyProblems(response, schemaAt(`${pointer}/content/application~1json/schema`))
 }
 
-/** Asserts that `response` is `status` with the `Error` body, `error` equal to the status. */
+/** Asserts `status` and the `Error` body, `error` equal to it. */
 export function assertErrorBody(t: Test, response: AnyResponse, status: number): void {
   t.equal(response.statusCode, status, `status ${status}`)
   const problems = bodyProblems(response, schemaAt('#/components/schemas/Error'))

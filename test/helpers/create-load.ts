@@ -1,9 +1,4 @@
-/**
- * Concurrent clients creating plants through the gateway, each request with a new id, never retried, every answer
- * recorded.
- *
- * @module
- */
+/** Concurrent clients creating plants through the gateway, a new id each, never retried, every answer recorded. */
 import { Agent } from 'node:https'
 import { authorized, type Gateway } from './nginx.ts'
 import { waitUntil } from './podman.ts'
@@ -12,13 +7,10 @@ import { postPlant } from './post-plant.ts'
 /** One request and its answer: status 0 when none came within 15 s; times are `performance.now()`. */
 export type Outcome = Readonly<{ id: bigint; status: number; retryAfter?: string; sentAt: number; answeredAt: number }>
 
-/** Requests a client sends per second at most: half the gateway's per-address rate, so none is 429. */
+/** Requests per second per client at most: half the gateway's per-address rate, so none is 429. */
 const CLIENT_RATE = 50
 
-/**
- * Starts `clients` clients creating plants through `gateway` with ids from `firstId` up, each from its own loopback
- * address, at most {@link CLIENT_RATE} a second; after an answer other than 200 a client waits 100 ms.
- */
+/** `clients` clients creating plants from `firstId` up, each from its own address; after a non-200 one waits 100 ms. */
 export function startLoad(gateway: Gateway, token: string, firstId: bigint, clients = 16) {
   const agent = new Agent({ keepAlive: true, maxSockets: clients, ca: gateway.ca })
   const headers = authorized(token)
@@ -68,10 +60,7 @@ export function countByStatus(outcomes: readonly Outcome[]): Record<number, numb
   return counts
 }
 
-/**
- * Seconds from the kill at `killedAt` to the first 200 of a request sent after it, and the answers in between by
- * status. @throws when no request sent after the kill was answered 200.
- */
+/** Seconds from `killedAt` to the first 200 of a request sent after it; the answers between, by status. */
 export function failoverFigures(outcomes: readonly Outcome[], killedAt: number) {
   const recovered = outcomes
     .filter((o) => o.sentAt >= killedAt && o.status === 200)

@@ -1,16 +1,10 @@
-/**
- * What the machine offers: programs on PATH, free loopback ports. It imports nothing of the repository, for
- * `test/run/`'s sake.
- *
- * @module
- */
+/** Programs on PATH, free loopback ports, a process's memory. Imports nothing of the repository (for `test/run/`). */
 import { once } from 'node:events'
-import { accessSync, constants } from 'node:fs'
+import { accessSync, constants, readFileSync } from 'node:fs'
 import { createServer } from 'node:net'
 import { delimiter, join } from 'node:path'
 
-/** Whether `path` is a file this process may execute. */
-function isExecutable(path: string): boolean {
+function isExecutable(path: string) {
   try {
     accessSync(path, constants.X_OK)
     return true
@@ -19,14 +13,14 @@ function isExecutable(path: string): boolean {
   }
 }
 
-/** Whether `command` is found on PATH (or, given as an absolute path, is executable). */
-export function onPath(command: string): boolean {
+/** Whether `command` is on PATH (or, an absolute path, is executable). */
+export function onPath(command: string) {
   if (command.startsWith('/')) return isExecutable(command)
   return (process.env.PATH ?? '').split(delimiter).some((dir) => dir !== '' && isExecutable(join(dir, command)))
 }
 
 /** A loopback port nothing listens on (taken from the OS, then released). */
-export async function freePort(): Promise<number> {
+export async function freePort() {
   const server = createServer().listen(0, '127.0.0.1')
   await once(server, 'listening')
   const { port } = server.address() as { port: number }
@@ -34,3 +28,7 @@ export async function freePort(): Promise<number> {
   await once(server, 'close')
   return port
 }
+
+/** The resident set of process `pid`, MB. */
+export const residentMb = (pid: number) =>
+  Number(/^VmRSS:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))![1]) / 1024

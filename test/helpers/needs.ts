@@ -1,8 +1,6 @@
 /**
- * What a test needs beyond Node and `npm ci`: `t.test(name, requires('redis'), …)` skips naming what is missing and
- * how to get it; the test run lists every skip.
- *
- * @module
+ * What a test needs beyond Node and `npm ci`: `t.test(name, requires('redis'), …)` skips saying how to get it; the run
+ * lists skips.
  */
 import { appendFileSync } from 'node:fs'
 import { relative } from 'node:path'
@@ -10,14 +8,14 @@ import { onPath } from './machine.ts'
 
 export type Need = 'redis' | 'root' | 'chromium' | 'promtool'
 
-/** Debian's Chromium, the browser the browser tests drive. */
+/** Debian's Chromium, which the browser tests drive. */
 export const CHROMIUM = '/usr/bin/chromium'
 
 /** `TEST_REDIS_URL`: the Redis the test run started, or one named by hand. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL || undefined
 
-/** Why `need` is missing on this machine, or undefined when it is there. */
-export function missing(need: Need): string | undefined {
+/** Why `need` is missing, or undefined. */
+function missing(need: Need): string | undefined {
   switch (need) {
     case 'redis':
       return TEST_REDIS_URL === undefined
@@ -36,17 +34,11 @@ export function missing(need: Need): string | undefined {
   }
 }
 
-/** Options for `t.test`: `{ skip: reasons }` when any of `needs` is missing (recorded for the run's list). */
+/** `t.test` options: `{ skip: reasons }` when any of `needs` is missing, recorded in `TEST_SKIPS_FILE` if set. */
 export function requires(...needs: Need[]): { skip?: string } {
   const reasons = needs.map(missing).filter((reason) => reason !== undefined)
   if (reasons.length === 0) return {}
-  const skip = `needs ${reasons.join('; ')}`
-  recordSkip(skip)
-  return { skip }
-}
-
-/** Appends `reason` and the test file to `TEST_SKIPS_FILE`, if set. */
-function recordSkip(reason: string): void {
-  const test = relative(process.cwd(), process.argv[1] ?? '')
-  if (process.env.TEST_SKIPS_FILE) appendFileSync(process.env.TEST_SKIPS_FILE, `${JSON.stringify({ test, reason })}\n`)
+  const [reason, file, test] = [`needs ${reasons.join('; ')}`, process.env.TEST_SKIPS_FILE, process.argv[1] ?? '']
+  if (file) appendFileSync(file, `${JSON.stringify({ test: relative(process.cwd(), test), reason })}\n`)
+  return { skip: reason }
 }

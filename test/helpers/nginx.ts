@@ -1,12 +1,8 @@
 /**
- * The example gateway, `deploy/nginx/`, with Debian's nginx on a free loopback port (TLS), and a raw HTTP/1.1 client
- * of it. The test writes only the files an operator edits, `upstreams.conf` and `listen.conf`.
- *
- * @module
+ * The example gateway, `deploy/nginx/`, on Debian's nginx (TLS, a free loopback port), only the files an operator edits
+ * written.
  */
-import { once } from 'node:events'
 import { chmodSync, copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
-import { connect } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -16,7 +12,7 @@ import { run } from './command.ts'
 import { assertErrorBody, contractViolations } from './contract.ts'
 import { freePort } from './machine.ts'
 import { startDaemon, waitUntil } from './podman.ts'
-import { exchange, type RawResponse, wholeRequest } from './raw-http.ts'
+import { connected, exchange, type RawResponse, wholeRequest } from './raw-http.ts'
 
 export const NGINX = '/usr/sbin/nginx'
 export const NGINX_DIR = fileURLToPath(new URL('../../deploy/nginx/', import.meta.url))
@@ -29,16 +25,13 @@ export const PLANTS = `${GATEWAY_PREFIX}/plants`
 const SERVER_PARAMETERS =
   /^server \S+((?: [^;]+)?);/m.exec(readFileSync(join(NGINX_DIR, 'upstreams.conf'), 'utf8'))?.[1] ?? ''
 
-/** An access log line: `upstream` holds the replicas tried, `, `-separated, empty when nginx answered itself. */
+/** An access log line: `upstream` the replicas tried, `, `-separated, empty when nginx answered. */
 export type AccessEntry = Record<string, unknown> & Record<'requestId' | 'client' | 'uri' | 'upstream', string>
 
 /** A running gateway: `origin` (`https://127.0.0.1:<port>`), `url` (with the prefix), `ca`, its access log. */
 export type Gateway = Awaited<ReturnType<typeof startGateway>>
 
-/**
- * Starts nginx in front of `upstreams` (`host:port`, or a service's URL); stopped at teardown. @returns once it accepts
- * connections. @throws when nginx is missing, refuses the configuration, or does not listen within 10 s.
- */
+/** nginx before `upstreams` (`host:port`, or a service's URL), stopped at teardown. @returns once it listens. */
 export async function startGateway(t: TestContext, upstreams: ReadonlyArray<string | { url: string }>) {
   if (!existsSync(NGINX)) throw new Error(`nginx is missing at ${NGINX} (apt-get install nginx-light)`)
   const dir = mkdtempSync(join(tmpdir(), 'plant-store-gateway-'))
@@ -53,14 +46,13 @@ export async function startGateway(t: TestContext, upstreams: ReadonlyArray<stri
   // Whole lines only: the last one may still be on its way.
   const accessLog = () => (log().match(/.+\n/g) ?? []).map((line) => JSON.parse(line) as AccessEntry)
 
-  const accepts = async (port: number) => {
-    const socket = connect(port, '127.0.0.1').on('error', () => {})
-    const accepted = await once(socket, 'connect').then(Boolean, () => false)
-    socket.destroy()
-    return accepted
-  }
+  const accepts = (port: number) =>
+    connected({ url: `http://127.0.0.1:${port}` }).then(
+      (socket) => Boolean(socket.destroy()),
+      () => false,
+    )
   let port = 0
-  // A port found free may be taken before nginx binds it: try another.
+  // A free port may be taken before nginx binds it.
   for (let attempt = 1; port === 0; attempt++) {
     const candidate = await freePort()
     const listen = `listen 127.0.0.1:${candidate} ssl http2;\nserver_name localhost;\n`
@@ -71,7 +63,7 @@ export async function startGateway(t: TestContext, upstreams: ReadonlyArray<stri
     else if (!/Address already in use/.test(started.message) || attempt === 3) throw started
   }
   const origin = `https://127.0.0.1:${port}`
-  /** The access log entry of a response or request id (written after the response: waits up to 5 s). */
+  /** The access log entry of a response or request id (waits up to 5 s for it). */
   const accessEntry = async (of: RawResponse | string) => {
     const requestId = typeof of === 'string' ? of : of.headers['x-request-id']!
     const entry = () => accessLog().find((line) => line.requestId === requestId)
@@ -81,7 +73,7 @@ export async function startGateway(t: TestContext, upstreams: ReadonlyArray<stri
   return { origin, url: `${origin}${GATEWAY_PREFIX}`, ca: readFileSync(cert, 'utf8'), accessLog, accessEntry }
 }
 
-/** Writes a self-signed certificate for `localhost` and 127.0.0.1 and its key, PEM, with `openssl`. */
+/** Writes a self-signed certificate for `localhost` and 127.0.0.1 and its key (PEM). */
 export async function selfSignedCertificate(cert: string, key: string) {
   const args = 'req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 -subj /CN=localhost -addext'
   const names = 'subjectAltName=DNS:localhost,IP:127.0.0.1'
@@ -105,7 +97,7 @@ export function get(path: string) {
   return wholeRequest('GET', path)
 }
 
-/** Sends raw bytes to `gateway` (string parts as separate writes) from `localAddress`, and reads the response. */
+/** Sends `raw` to `gateway` from `localAddress`. @returns the response. */
 export async function send(gateway: Gateway, raw: string | string[], localAddress?: string) {
   return exchange({ url: gateway.origin, ca: gateway.ca, localAddress }, raw)
 }
@@ -116,7 +108,7 @@ export function bodyOf(size: number, id: number) {
   return `${head}${'n'.repeat(size - head.length - 2)}"}`
 }
 
-/** `response` has the `Error` body of `status` and the gateway's request id; with `declared`, declared for POST. */
+/** The `Error` body of `status` and the gateway's request id; with `declared`, declared for POST. */
 export function errorBody(t: Test, response: RawResponse, status: number, declared?: string) {
   assertErrorBody(t, response, status)
   t.match(response.headers['x-request-id'], /^[0-9a-f]{32}$/, "the gateway's request id")

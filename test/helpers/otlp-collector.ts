@@ -1,8 +1,4 @@
-/**
- * A trace collector: OTLP/HTTP exports decoded with the official definitions (`test/fixtures/opentelemetry-proto`).
- *
- * @module
- */
+/** A trace collector: OTLP/HTTP decoded with the official definitions (`test/fixtures/opentelemetry-proto`). */
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { createServer } from 'node:http'
@@ -26,12 +22,12 @@ export interface ExportedSpan {
   readonly name: string
   readonly kind: string
   readonly attributes: Readonly<Record<string, string | number | boolean>>
-  readonly status: { readonly code: string; readonly message: string }
-  readonly links: ReadonlyArray<{ readonly traceId: string; readonly spanId: string }>
+  readonly status: { code: string; message: string }
+  readonly links: ReadonlyArray<{ traceId: string; spanId: string }>
   readonly service: string
 }
 
-/** Starts a collector, closed at teardown: its URL, the spans and requests received; `waitFor` until `done(spans)`. */
+/** A collector, closed at teardown: its URL, spans and requests received; `waitFor` until `done(spans)`. */
 export async function startCollector(t: TestContext) {
   const spans: ExportedSpan[] = []
   const requests: Array<{ path: string; contentType: string }> = []
@@ -60,10 +56,8 @@ type Span = Omit<ExportedSpan, 'traceId' | 'spanId' | 'parentSpanId' | 'attribut
     attributes: KeyValue[]
     links: Array<Record<'traceId' | 'spanId', Buffer>>
   }
-/** Decoded OTLP, as protobufjs's `toObject` gives it. */
 type Decoded = { resourceSpans: Array<{ resource?: { attributes: KeyValue[] }; scopeSpans: Array<{ spans: Span[] }> }> }
 
-/** The spans of one `ExportTraceServiceRequest` body. */
 function decode(body: Buffer): ExportedSpan[] {
   const message = ExportTraceServiceRequest.decode(body)
   const decoded = ExportTraceServiceRequest.toObject(message, {
@@ -90,7 +84,7 @@ function decode(body: Buffer): ExportedSpan[] {
 }
 
 /** OTLP's key-value list as an object; integers as numbers. */
-function attributesOf(list: KeyValue[] = []): Record<string, string | number | boolean> {
+function attributesOf(list: KeyValue[] = []) {
   return Object.fromEntries(
     list.map(({ key, value: v }) => [
       key,
@@ -100,13 +94,13 @@ function attributesOf(list: KeyValue[] = []): Record<string, string | number | b
 }
 
 /** A W3C `traceparent` of a new, sampled trace: the header's value and its ids. */
-export function traceparent(): { header: string; traceId: string; spanId: string } {
+export function traceparent() {
   const [traceId, spanId] = [randomBytes(16).toString('hex'), randomBytes(8).toString('hex')]
   return { header: `00-${traceId}-${spanId}-01`, traceId, spanId }
 }
 
 /** The one span named `name` among `spans` (asserted). */
-export function only(t: Test, spans: readonly ExportedSpan[], name: string): ExportedSpan {
+export function only(t: Test, spans: readonly ExportedSpan[], name: string) {
   const found = spans.filter((span) => span.name === name)
   t.equal(found.length, 1, `one ${name} span`)
   return found[0]!

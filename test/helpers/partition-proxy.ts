@@ -1,9 +1,4 @@
-/**
- * A TCP proxy in front of PostgreSQL that can be partitioned (bytes stop both ways, no socket closes, until it heals)
- * or cut (every connection closed, new ones refused, as when the server goes away).
- *
- * @module
- */
+/** A TCP proxy that can be partitioned (then it is also a server that never answers) or cut. */
 import { once } from 'node:events'
 import { connect, createServer, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -11,9 +6,8 @@ import type pg from 'pg'
 import type { TestContext } from './app.ts'
 
 /**
- * Starts a proxy to `target` on a free loopback port, closed at teardown. `partition` stops bytes both ways (new
- * connections held), `heal` forwards again, `healNew` forwards new connections only (as after a failover), `cut`
- * closes all and refuses new ones until `heal`.
+ * A proxy to `target` on a free loopback port, closed at teardown. `partition` stops bytes both ways, no socket closed;
+ * `heal` forwards again; `healNew` new connections only (as after a failover); `cut` closes all, refusing until `heal`.
  */
 export async function partitionProxy(t: TestContext, target: string) {
   const upstream = new URL(target)
@@ -51,8 +45,9 @@ export async function partitionProxy(t: TestContext, target: string) {
     for (const socket of sockets) socket.destroy()
     server.close()
   })
+  const { port } = server.address() as { port: number }
   const url = new URL(target)
-  url.host = `127.0.0.1:${(server.address() as { port: number }).port}`
+  url.host = `127.0.0.1:${port}`
   return {
     url: url.toString(),
     partition: () => {
@@ -72,6 +67,12 @@ export async function partitionProxy(t: TestContext, target: string) {
       refusing = true
       for (const socket of [...sockets, ...held.splice(0)]) socket.destroy()
     },
+    /** Closes the port (connections refused) and every connection; `reopen` listens on it again. */
+    close: () => {
+      server.close()
+      for (const socket of sockets) socket.destroy()
+    },
+    reopen: () => once(server.listen(port, '127.0.0.1'), 'listening'),
   }
 }
 
@@ -82,7 +83,7 @@ export async function until(condition: () => boolean | Promise<boolean>, timeout
   return false
 }
 
-/** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live, not from a snapshot). */
+/** Whether a session waits on a lock `client`'s session holds (`pg_locks` is read live). */
 export async function blockedBy(client: pg.Client): Promise<boolean> {
   const { rows } = await client.query(
     'select count(*)::int as n from (select distinct pid from pg_locks where not granted) w where pg_backend_pid() ' +

@@ -1,8 +1,4 @@
-/**
- * The image under test and its containers, through the podman CLI.
- *
- * @module
- */
+/** The image under test and its containers, through the podman CLI. */
 import { spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
@@ -11,7 +7,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { postgresSchema, type TestContext } from './app.ts'
-import { failure, lastLine, run } from './command.ts'
+import { lastLine, run } from './command.ts'
 import { freePort } from './machine.ts'
 
 /** Runs `podman ARGS`. @returns its stdout, trimmed. @throws when missing or failing. */
@@ -46,10 +42,7 @@ export const envOptions = (env: Record<string, string>): string[] =>
 /** A live container of {@link runContainer}. */
 export type Container = Awaited<ReturnType<typeof runContainer>>
 
-/**
- * `podman run -d`, port 3000 on 127.0.0.1 (`url`), removed at teardown.
- * @returns once `GET /health/live` answers 200. @throws when it exits or is not live in time.
- */
+/** `podman run -d`, port 3000 on 127.0.0.1 (`url`), removed at teardown. @returns once live. */
 export async function runContainer(t: TestContext, image: string, options: readonly string[] = [], timeoutMs = 30_000) {
   const name = uniqueName('run')
   t.teardown(() => podman(['rm', '--force', '--volumes', '--time', '0', name]))
@@ -63,7 +56,9 @@ export async function runContainer(t: TestContext, image: string, options: reado
   await waitUntil(`${name} to answer GET /health/live with 200`, timeoutMs, async () => {
     if ((await container.inspect('{{.State.Running}}')) !== 'true') {
       const [logs, code] = [await container.logs(), await container.inspect('{{.State.ExitCode}}')]
-      throw failure(`container ${name} exited (code ${code}) before it was live: ${lastLine(logs)}`, logs)
+      throw Object.assign(new Error(`container ${name} exited (code ${code}) before it was live: ${lastLine(logs)}`), {
+        output: logs.trimEnd().split('\n').slice(-40).join('\n'),
+      })
     }
     const response = await fetch(`${container.url}/health/live`).catch(() => undefined)
     await response?.body?.cancel()
@@ -81,7 +76,7 @@ export async function waitUntil(what: string, timeoutMs: number, probe: () => Pr
   }
 }
 
-/** Spawns `command ARGS`, stopped at teardown; waits until `ready(stderr)`. @throws when it exits first. */
+/** Spawns `command ARGS`, stopped at teardown, until `ready(stderr)`. @throws when it exits first. */
 export async function startDaemon(
   t: TestContext,
   [command, ...args]: readonly string[],
@@ -135,10 +130,7 @@ async function bridgeGateway(): Promise<{ gateway: string; subnet: string }> {
 /** A replica: its address on the bridge, and its upstream `127.0.0.1:<published port>`. */
 export type Replica = Container & { readonly upstream: string; readonly address: string }
 
-/**
- * Starts `count` hardened replicas on a fresh PostgreSQL schema, via a socat relay on the bridge's gateway, which they
- * trust as a proxy. @returns once all are live.
- */
+/** `count` hardened replicas on a fresh schema through a socat relay on the bridge's gateway, trusted as a proxy. */
 export async function startReplicas(
   t: TestContext,
   image: string,
@@ -148,7 +140,7 @@ export async function startReplicas(
 ) {
   const [bridge, schema, port] = await Promise.all([bridgeGateway(), postgresSchema(t), freePort()])
   const target = new URL(schema.url)
-  // IP_FREEBIND (SOL_IP 0, option 15) before bind: the bridge's address exists only once a container is on it.
+  // IP_FREEBIND (SOL_IP 0, option 15): the bridge's address exists only once a container is on it.
   const listen =
     `TCP4-LISTEN:${port},bind=${bridge.gateway},setsockopt-listen=0:15:x01000000,` +
     `reuseaddr,fork,backlog=128,range=${bridge.subnet}`

@@ -1,8 +1,4 @@
-/**
- * `POST /plants` as a client sends it: into an app by `inject`, or over HTTP(S) to a service or gateway.
- *
- * @module
- */
+/** `POST /plants` as a client sends it: by `inject`, or over HTTP(S) to a service or gateway. */
 import { type Agent, type IncomingHttpHeaders, type OutgoingHttpHeaders, request as httpRequest } from 'node:http'
 import { request as httpsRequest } from 'node:https'
 import type { FastifyInstance } from 'fastify'
@@ -10,13 +6,13 @@ import type { Test } from 'tap'
 import { JSON_HEADERS } from './app.ts'
 import { contractViolations } from './contract.ts'
 
-/** Request headers; a header whose value is `undefined` is not sent. */
+/** Request headers; one `undefined` is not sent. */
 export type RequestHeaders = Record<string, string | undefined>
 
 /** A body: an object as its JSON text (bigints exact), a string or Buffer byte for byte. */
 export type PlantBody = object | string | Buffer
 
-/** A response, whichever way the request went: header names lower case, numbers as text. */
+/** A response either way: header names lower case, numbers as text. */
 export interface PlantResponse {
   readonly statusCode: number
   readonly headers: IncomingHttpHeaders
@@ -24,21 +20,20 @@ export interface PlantResponse {
   json(): Record<string, unknown>
 }
 
-/** How to send the request. */
 export interface PostOptions {
-  /** {@link JSON_HEADERS} unless given; `undefined` values are left out. */
+  /** {@link JSON_HEADERS} unless given. */
   readonly headers?: RequestHeaders
   /** When given, asserts that the response conforms to the contract. */
   readonly t?: Pick<Test, 'same'>
-  /** The client's address: the remote address with `inject`, the local one over HTTP (127.0.0.0/8). */
+  /** The client's address: the remote one with `inject`, the local one over HTTP (127.0.0.0/8). */
   readonly from?: string
-  /** Over HTTP(S): the agent to use; Node's global one unless given. */
+  /** Over HTTP(S), else Node's global agent. */
   readonly agent?: Agent
   /** Over HTTP(S): fail when the connection is idle this long. */
   readonly timeoutMs?: number
 }
 
-/** POSTs `body` (none when `undefined`) to `/plants`. @throws over HTTP(S) when no whole response comes. */
+/** POSTs `body` (if any) to `/plants`. @throws over HTTP(S) when no whole response comes. */
 export async function postPlant(
   target: FastifyInstance | string,
   body?: PlantBody,
@@ -58,7 +53,7 @@ export async function postPlant(
 }
 
 /** The JSON text of `value`, bigints written as exact integers. */
-export function jsonText(value: object): string {
+export function jsonText(value: object) {
   return JSON.stringify(value, (_key, member: unknown) =>
     typeof member === 'bigint' ? rawJSON(member.toString()) : member,
   )
@@ -67,7 +62,6 @@ export function jsonText(value: object): string {
 /** `JSON.rawJSON` (not yet in TypeScript's library). */
 const rawJSON = (JSON as unknown as { rawJSON(text: string): unknown }).rawJSON
 
-/** Over a real connection to `base`. */
 async function overHttp(
   base: string,
   payload: string | Buffer | undefined,
@@ -98,7 +92,6 @@ async function overHttp(
   })
 }
 
-/** A {@link PlantResponse} of a status, headers and body text. */
 function answer(statusCode: number, headers: IncomingHttpHeaders | OutgoingHttpHeaders, body: string): PlantResponse {
   const text = Object.fromEntries(
     Object.entries(headers).map(([name, value]) => [name, typeof value === 'number' ? String(value) : value]),

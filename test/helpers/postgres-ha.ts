@@ -1,8 +1,4 @@
-/**
- * `deploy/postgres-ha/` on loopback ports: etcd, two Patroni nodes and HAProxy, as docs/deployment.md runs them.
- *
- * @module
- */
+/** `deploy/postgres-ha/` on loopback ports: etcd, two Patroni nodes and HAProxy, as docs/deployment.md runs them. */
 import { execFile, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs'
@@ -10,8 +6,8 @@ import { tmpdir, userInfo } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { parseEnv } from 'node:util'
-import pg from 'pg'
-import type { TestContext } from './app.ts'
+import type pg from 'pg'
+import { query, type TestContext } from './app.ts'
 import { freePort } from './machine.ts'
 import { waitUntil } from './podman.ts'
 
@@ -29,7 +25,7 @@ const baseEnv = (env: Record<string, string>) => ({
   ...env,
 })
 
-/** Spawns `command` as `uid`:`gid` with only `env`; keeps 64 KiB of output. */
+/** Spawns `command` as `uid`:`gid` with only `env`, keeping 64 KiB of output. */
 function startAs([uid, gid]: number[], command: string[], env: Record<string, string>, cwd: string) {
   const ids = [`--reuid=${uid}`, `--regid=${gid}`, '--init-groups']
   const child = spawn('setpriv', [...ids, ...command], { env: baseEnv(env), cwd, stdio: ['ignore', 'pipe', 'pipe'] })
@@ -53,7 +49,7 @@ function runWith(command: string, args: readonly string[], env: Record<string, s
 }
 
 /** /proc/`pid`/stat after the name (state, ppid, …). */
-const procStat = (pid: number | string): string[] | undefined => {
+const procStat = (pid: number | string) => {
   try {
     return /\) (.*)$/s.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1]?.split(' ')
   } catch {
@@ -61,10 +57,10 @@ const procStat = (pid: number | string): string[] | undefined => {
   }
 }
 /** A zombie counts as gone: nothing here reaps it. */
-const gone = (pid: number): boolean => (procStat(pid)?.[0] ?? 'Z') === 'Z'
+const gone = (pid: number) => (procStat(pid)?.[0] ?? 'Z') === 'Z'
 
 /** The postmaster of `dataDir` and its children. */
-function postgresProcesses(dataDir: string): number[] {
+function postgresProcesses(dataDir: string) {
   const pidFile = join(dataDir, 'postmaster.pid')
   const postmaster = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split('\n')[0]) : 0
   if (!(postmaster > 0) || gone(postmaster)) return []
@@ -72,8 +68,7 @@ function postgresProcesses(dataDir: string): number[] {
   return [postmaster, ...children.map(Number)]
 }
 
-/** uid and gid of user `name`. */
-function userIds(name: string): number[] {
+function userIds(name: string) {
   const [, uid, gid] = new RegExp(`^${name}:[^:]*:(\\d+):(\\d+):`, 'm').exec(readFileSync('/etc/passwd', 'utf8')) ?? []
   if (uid === undefined) throw new Error(`no ${name} user (the Debian packages create it)`)
   return [Number(uid), Number(gid)]
@@ -82,10 +77,7 @@ function userIds(name: string): number[] {
 /** A Patroni node of {@link startCluster}: Patroni and its PostgreSQL. */
 export type PatroniNode = Awaited<ReturnType<typeof startCluster>>['nodes'][number]
 
-/**
- * Starts the cluster (removed at teardown), waits for a Leader with a Sync Standby, creates the app's database.
- * @throws without root or a package, or after `timeoutMs`.
- */
+/** Starts the cluster (removed at teardown) until a Leader has a Sync Standby; creates the app's database. */
 export async function startCluster(t: TestContext, timeoutMs = 180_000) {
   const missing = Object.entries(TOOLS).flatMap(([path, pkg]) => (existsSync(path) ? [] : [pkg]))
   if (missing.length > 0 || userInfo().uid !== 0)
@@ -160,7 +152,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
         earlier += patroni?.output() ?? ''
         patroni = startAs(postgresIds, ['/usr/bin/patroni', join(HA_DIR, `patroni-${n}.yml`)], env, pgDir)
       },
-      /** `kill -9` of Patroni and PostgreSQL at once (a machine that dies). */
+      /** `kill -9` of Patroni and PostgreSQL at once. */
       async kill() {
         const patroniPid = patroni?.child.pid
         const pids = [...(patroniPid && !gone(patroniPid) ? [patroniPid] : []), ...postgresProcesses(dataDir)]
@@ -211,7 +203,7 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       if (node === undefined) throw new Error(`no leader: ${JSON.stringify(now)}`)
       return node
     },
-    /** Waits until `patronictl list` shows `leader` and a Sync Standby without lag, HAProxy routing to it. */
+    /** Until `patronictl list` shows `leader` and a Sync Standby without lag, HAProxy routing to it. */
     async waitUntilHealthy(leader: Node, timeoutMs: number) {
       let last: unknown
       const patronictl = ['-c', join(HA_DIR, 'patroni-1.yml'), 'list', '--format', 'json']
@@ -242,11 +234,8 @@ export async function startCluster(t: TestContext, timeoutMs = 180_000) {
       )
     },
     /** Runs `sql` as the app's role on `node`, not through HAProxy. */
-    async queryOn<Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]) {
-      const client = new pg.Client({ connectionString: url(node.pgPort) })
-      await client.connect()
-      return (await client.query<Row>(sql, values).finally(() => client.end())).rows
-    },
+    queryOn: <Row extends pg.QueryResultRow>(node: Node, sql: string, values?: unknown[]) =>
+      query<Row>(url(node.pgPort), sql, values),
   }
 
   let leader: Node | undefined

@@ -1,12 +1,18 @@
-/**
- * The real service process (`service/server.ts` with the test's loader and coverage hooks, or the built artifact).
- *
- * @module
- */
+/** The service process: `service/server.ts` with the test's loader and coverage hooks, or the built artifact. */
 import { type ChildProcess, spawn } from 'node:child_process'
 import { once } from 'node:events'
-import { LIMITS_OFF, type TestContext } from './app.ts'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { LIMITS_OFF, type TestContext, TOKEN } from './app.ts'
 import { waitUntil } from './podman.ts'
+
+/** A service's environment: {@link TOKEN}, `NODE_ENV=test`, a fresh `DATA_DIR`, then `env`. */
+export const serviceEnv = (t: Pick<Test, 'testdir'>, env: Record<string, string | undefined> = {}) => ({
+  PLANT_STORE_TOKENS: TOKEN,
+  DATA_DIR: join(t.testdir(), 'data'),
+  NODE_ENV: 'test',
+  ...env,
+})
 
 /** A running service: `stop` resolves with the exit code; `waitFor` a pattern in its output (120 s at most). */
 export interface ServiceProcess {
@@ -17,10 +23,10 @@ export interface ServiceProcess {
   waitFor(pattern: RegExp): Promise<RegExpExecArray>
 }
 
-/** Spawns the service with `env` and waits until it listens; killed at teardown. */
+/** Spawns the service with `env`, killed at teardown. @returns once it listens. */
 export async function startService(t: TestContext, env: Record<string, string | undefined>): Promise<ServiceProcess> {
   const { child, output } = spawnService(env)
-  // 'close', not 'exit': it comes once stdout and stderr are drained, so output() is whole.
+  // 'close', not 'exit': once stdout and stderr are drained.
   const exited = once(child, 'close')
   let closed = false
   child.on('close', () => (closed = true))
@@ -49,7 +55,7 @@ export async function startService(t: TestContext, env: Record<string, string | 
   }
 }
 
-/** The `request completed` log line of the request with this `X-Request-Id`, parsed, once written. */
+/** The `request completed` log line of `requestId`, parsed, once written. */
 export async function completedLogLine(service: ServiceProcess, requestId: string): Promise<Record<string, unknown>> {
   const [line] = await service.waitFor(
     new RegExp(`^\\{.*"requestId":"${requestId}".*"msg":"request completed".*\\}$`, 'm'),
@@ -58,23 +64,17 @@ export async function completedLogLine(service: ServiceProcess, requestId: strin
 }
 
 /** Runs the service (as `runAs`, else the test's user) until it exits by itself. */
-export async function runToExit(
-  env: Record<string, string>,
-  runAs?: { uid: number; gid: number },
-): Promise<{ code: number | null; output: string }> {
+export async function runToExit(env: Record<string, string | undefined>, runAs?: { uid: number; gid: number }) {
   const { child, output } = spawnService(env, runAs)
   const [code] = (await once(child, 'close')) as [number | null]
   return { code, output: output() }
 }
 
-/** `TEST_SERVICE_SCRIPT` (e.g. `dist/service/server.js`): the built artifact to run with plain Node instead. */
+/** `TEST_SERVICE_SCRIPT`: the built artifact (`dist/service/server.js`), run with plain Node. */
 const ARTIFACT = process.env.TEST_SERVICE_SCRIPT
 export const RUNS_ARTIFACT = ARTIFACT !== undefined
 
-/**
- * Spawns the service on loopback, a free port, {@link LIMITS_OFF}, then `env`, inheriting only PATH and tap's loader
- * and coverage settings; no compile cache (its code reports no coverage).
- */
+/** The service on a free loopback port, {@link LIMITS_OFF}, `env`; only PATH and tap's settings inherited. */
 function spawnService(
   env: Record<string, string | undefined>,
   runAs?: { uid: number; gid: number },

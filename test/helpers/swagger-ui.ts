@@ -1,8 +1,6 @@
 /**
- * Debian's Chromium, driven by playwright-core, on Swagger UI: Authorize, then "Try it out" → Execute on
- * `POST /plants`. Pages must reach nothing but the loopback host, and break no content security policy.
- *
- * @module
+ * Debian's Chromium (playwright-core) on Swagger UI: Authorize, Try it out → Execute; nothing off the loopback host, no
+ * CSP violation.
  */
 import { existsSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -15,7 +13,7 @@ import { type Gateway, GATEWAY_PREFIX, PLANTS } from './nginx.ts'
 /** Swagger UI's element of operation createPlant, under its tag `plants`. */
 export const CREATE_PLANT = '#operations-plants-createPlant'
 
-/** Starts headless Chromium, closed at teardown. @throws when it is not installed or does not start within 30 s. */
+/** Headless Chromium, closed at teardown. @throws when missing or not started within 30 s. */
 export async function launchChromium(t: TestContext) {
   if (!existsSync(CHROMIUM)) throw new Error(`Chromium is missing at ${CHROMIUM} (apt-get install chromium)`)
   const disabled = 'gpu quic background-networking component-update sync'.split(' ').map((what) => `--disable-${what}`)
@@ -25,7 +23,7 @@ export async function launchChromium(t: TestContext) {
   return browser
 }
 
-/** Opens `url` in a context of its own (any certificate accepted; closed at teardown) until it shows the document. */
+/** Opens `url` in a context of its own (any certificate accepted) until it shows the document. */
 export async function openDocs(t: Test, browser: Browser, url: string) {
   const context = await browser.newContext({ viewport: { width: 1280, height: 1000 }, ignoreHTTPSErrors: true })
   t.teardown(() => context.close())
@@ -48,12 +46,12 @@ export async function openDocs(t: Test, browser: Browser, url: string) {
   return { page, misdeeds }
 }
 
-/** The page left the loopback host never, threw nothing, and broke no content security policy. */
+/** The page left the loopback host never, threw nothing, broke no CSP. */
 export function noMisdeeds(t: Test, misdeeds: Awaited<ReturnType<typeof openDocs>>['misdeeds']) {
   t.same(misdeeds, { outside: [], pageErrors: [], cspViolations: [] }, 'nothing off the loopback host, no error')
 }
 
-/** Authorizes with `token` through the Authorize dialog (security scheme bearerAuth). */
+/** Authorizes with `token` in the Authorize dialog (scheme bearerAuth). */
 export async function authorize(page: Page, token: string) {
   await page.locator('.scheme-container button.authorize').click()
   const dialog = page.locator('.modal-ux')
@@ -82,7 +80,7 @@ export async function tryItOut(page: Page, body: object) {
 /** A NewPlant with a tag, as typed into Try it out. */
 type TriedPlant = { id: number; name: string; tag: string }
 
-/** In an authorized page Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot. */
+/** Try it out creates `plant`: sent to `requestUrl`, 200, the Plant shown; a screenshot. */
 export async function createsPlant(t: Test, page: Page, plant: TriedPlant, requestUrl: string, screenshot: string) {
   const result = await tryItOut(page, plant)
   t.equal(result.requestUrl, requestUrl, 'the relative server URL resolves to the service')
@@ -92,7 +90,7 @@ export async function createsPlant(t: Test, page: Page, plant: TriedPlant, reque
   await page.screenshot({ path: fileURLToPath(new URL(`../../artifacts/${screenshot}`, import.meta.url)) })
 }
 
-/** Swagger UI at `docsPath` through `gateway`, authorized, creates `plant`; every request has the prefix. */
+/** Swagger UI at `docsPath` through `gateway` creates `plant`; every request has the prefix. */
 export async function createsPlantThroughGateway(
   t: Test,
   browser: Browser,

@@ -2,16 +2,15 @@
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { build, logSink, TOKEN } from '../helpers/app.ts'
+import { listen, logSink, TOKEN } from '../helpers/app.ts'
 import { assertErrorBody, contractViolations } from '../helpers/contract.ts'
-import { connected, exchange, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
+import { connected, exchange, gather, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
 
-const { stream, lines } = logSink()
-const app = await build(t, {}, { level: 'info', stream })
-const url = await app.listen({ host: '127.0.0.1', port: 0 })
+const { logger, lines } = logSink()
+const { app, url } = await listen(t, {}, logger)
 
 /** `status` with the Error body, and its request id in the rejection's log line. */
-function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>): void {
+function rejected(t: Test, response: RawResponse, status: number, logs: Array<Record<string, unknown>>) {
   assertErrorBody(t, response, status)
   const requestId = response.headers['x-request-id']
   t.ok(requestId)
@@ -22,14 +21,6 @@ function rejected(t: Test, response: RawResponse, status: number, logs: Array<Re
       (line.statusCode ?? (line.res as { statusCode?: number } | undefined)?.statusCode) === status,
   )
   t.ok(logged, 'logged with the request id')
-}
-
-/** Everything received on `socket` until it closes. */
-async function untilClosed(socket: Socket): Promise<string> {
-  let text = ''
-  socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')))
-  await once(socket, 'close')
-  return text
 }
 
 const POST = requestHead('POST', '/plants', { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' })
@@ -76,9 +67,8 @@ t.test(
   'headers not complete within HEADERS_TIMEOUT_MS, or a body within REQUEST_TIMEOUT_MS: 408 with the Error body, ' +
     'not before',
   async (t) => {
-    const { stream, lines } = logSink()
-    const slow = await build(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, { level: 'info', stream })
-    const url = await slow.listen({ host: '127.0.0.1', port: 0 })
+    const { logger, lines } = logSink()
+    const { url } = await listen(t, { headersTimeoutMs: 300, requestTimeoutMs: 600 }, logger)
     for (const [request, timeoutMs] of [
       [`${POST}Content-Length: 2\r\n`, 300],
       [`${POST}Content-Length: 20\r\n\r\n{"id":1,`, 600],
@@ -96,7 +86,7 @@ t.test(
   async (t) => {
     const socket = await connected({ url })
     socket.end(POST)
-    const [head, body] = (await untilClosed(socket)).split('\r\n\r\n')
+    const [head, body] = (await gather(socket)).received.split('\r\n\r\n')
     t.match(head, /^HTTP\/1\.1 400 Bad Request\r\n/)
     t.strictSame(JSON.parse(body!), { error: 400, message: 'Bad Request: the request is not valid HTTP/1.1' })
     const logged = lines.some(
@@ -171,7 +161,7 @@ t.test(
       ] as const) {
         const socket = await connected({ url })
         socket.write(first + after)
-        const text = await untilClosed(socket)
+        const { received: text } = await gather(socket)
         t.match(text, answer, `${what}: the earlier request's answer first`)
         const rest = text.slice(text.lastIndexOf('HTTP/1.1 '))
         t.match(rest, new RegExp(`^HTTP/1\\.1 ${status} [^]*\\r\\nconnection: close\\r\\n`), `${what}: then ${status}`)
@@ -188,9 +178,9 @@ t.test('an unexpected connection error is answered 500 and logged as a failure, 
   const accepted = once(app.server, 'connection') as Promise<[Socket]>
   const client = open({ url })
   const [server] = await accepted
-  const received = untilClosed(client)
+  const received = gather(client)
   app.server.emit('clientError', Object.assign(new Error('something odd'), { code: 'ESOMETHING' }), server)
-  const text = await received
+  const { received: text } = await received
   t.match(text, /^HTTP\/1\.1 500 Internal Server Error\r\n/)
   t.match(text, /\r\n\r\n\{"error":500,"message":"Internal Server Error"\}$/)
   const failures = lines.filter((line) => line.msg === 'connection failed')

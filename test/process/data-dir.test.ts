@@ -1,9 +1,6 @@
 /**
- * The embedded store's data directory when the service cannot use it: one it cannot create, a file that is not a
- * database, a store migrated by a newer release. Full or read-only file systems, another user's directory:
- * `test/services/file-systems.test.ts`.
- *
- * @module
+ * A DATA_DIR the service cannot use: not creatable, not a database, migrated by a newer release. Full or foreign:
+ * services/file-systems.
  */
 import { chmodSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -17,7 +14,6 @@ import { migrateToLatest } from '../../service/store/migrate.ts'
 import { sqliteFile, storeOptions, testConfig } from '../helpers/app.ts'
 import { run } from '../helpers/command.ts'
 
-/** Starting the app on the embedded store in `dataDir`. */
 const start = (dataDir: string) => createApp(testConfig({ dataDir, databaseUrl: undefined }))
 const refusal = (dataDir: string, reason: string) => ({
   name: 'ConfigError',
@@ -25,7 +21,7 @@ const refusal = (dataDir: string, reason: string) => ({
 })
 
 t.test('a DATA_DIR that cannot be created stops the start with a message naming DATA_DIR and the reason', async (t) => {
-  // Root may write any directory, so it gets a read-only file system instead (mount(8)).
+  // Root may write any directory: a read-only file system instead.
   const root = process.getuid?.() === 0
   const parent = mkdtempSync(join(tmpdir(), 'plant-store-parent-'))
   t.teardown(async () => {

@@ -8,7 +8,7 @@ import { migratedApp, postgresSchema, storeOptions, testConfig } from '../helper
 import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
-/** Longer than the statement timeout: creates in flight and sent during it are answered before the heal. */
+/** Longer than the statement timeout: creates in flight and sent are answered before the heal. */
 const PARTITION_MS = 10000
 
 t.test(
@@ -28,7 +28,6 @@ t.test(
       answers.push({ id, status, retryAfter: headers['retry-after'], sentAt, answeredAt: performance.now() })
       return status
     }
-    // 16 clients, one create after another.
     let nextId = 1000
     let stopped = false
     const clients = Promise.all(
@@ -39,7 +38,7 @@ t.test(
     const ok = () => answers.filter((answer) => answer.status === 200)
     t.ok(await until(() => ok().length >= 100, 60000), 'warm: 100 creates stored, the pool holds connections')
 
-    // A create whose INSERT waits on the test's row lock: released during the partition, it commits unanswered.
+    // An INSERT waiting on the test's row lock, released during the partition: it commits unanswered.
     await client.query('begin')
     await client.query(`insert into plant (id, name) values (1, 'plant 1')`)
     const held = send(1)
@@ -65,7 +64,7 @@ t.test(
     t.ok(slowest <= boundMs, `every create answered within ${boundMs} ms (slowest ${Math.round(slowest)} ms)`)
     const stray = answers.filter(({ status, retryAfter }) => status !== 200 && !(status === 503 && retryAfter === '1'))
     t.same(stray, [], 'every answer is 200, or 503 with Retry-After')
-    // Answers forwarded before the partition may still arrive just after it.
+    // Answers sent before the partition may arrive just after it.
     const during = answers.filter((answer) => answer.answeredAt > partitionedAt + 1000 && answer.answeredAt < healedAt)
     t.same(
       during.filter((answer) => answer.status !== 503),
@@ -78,7 +77,7 @@ t.test(
     const stored = ok().map((answer) => answer.id)
     const { rows } = await client.query('select count(*)::int as n from plant where id = any($1::bigint[])', [stored])
     t.equal(rows[0].n, stored.length, `every create answered 200 is stored (${stored.length})`)
-    // Retried as the contract says: a 503 again (a slow connect on a loaded machine) after its Retry-After.
+    // A 503 again (a slow connect on a loaded machine) is retried.
     const retry = async (id: number): Promise<number> => {
       for (const deadline = performance.now() + 30000; ; await sleep(1000)) {
         const status = await send(id)

@@ -1,17 +1,13 @@
-/**
- * PostgreSQL in production shape, whatever store the suite uses: replicas on one database, outages, migrations,
- * shutdown under load.
- */
+/** PostgreSQL in production shape: replicas on one database, outages, migrations, shutdown under load. */
 import { randomBytes } from 'node:crypto'
-import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import { createApp } from '../../service/app.ts'
-import { migratedApp, postgresSchema, testConfig, TOKEN } from '../helpers/app.ts'
+import { migratedApp, postgresSchema, testConfig } from '../helpers/app.ts'
 import { freePort } from '../helpers/machine.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 import { blockedBy, partitionProxy, until } from '../helpers/partition-proxy.ts'
-import { runToExit, startService } from '../helpers/process.ts'
+import { runToExit, serviceEnv, startService } from '../helpers/process.ts'
 
 /** The status of a create sent to `url`; 0 when not answered (refused or reset). */
 const statusOf = (url: string, body: object) =>
@@ -19,21 +15,16 @@ const statusOf = (url: string, body: object) =>
     (response) => response.statusCode,
     () => 0,
   )
-/** A service process's environment on the database at `url`. */
-const onDatabase = (t: Test, url: string) => ({
-  PLANT_STORE_TOKENS: TOKEN,
-  DATABASE_URL: url,
-  NODE_ENV: 'test',
-  DATA_DIR: join(t.testdir(), 'unused'),
-})
 
 t.test(
   'two replicas on one database: the same id is stored once; identical content is 200 on both, different content ' +
     'one 200 and 409s',
   async (t) => {
     const { url, client } = await postgresSchema(t)
-    const [a, b] = await Promise.all([startService(t, onDatabase(t, url)), startService(t, onDatabase(t, url))])
-    // ids beyond 2^53, sent exactly
+    const [a, b] = await Promise.all([
+      startService(t, serviceEnv(t, { DATABASE_URL: url })),
+      startService(t, serviceEnv(t, { DATABASE_URL: url })),
+    ])
     const ids = Array.from({ length: 20 }, (_, i) => 7_000_000_000_000_000_000n + BigInt(i))
     const same = await Promise.all(ids.flatMap((id) => [a, b, a, b].map((r) => statusOf(r!.url, { id, name: 'same' }))))
     t.same(same, Array(same.length).fill(200), 'identical content: 200 from both replicas')
@@ -54,11 +45,11 @@ t.test(
   async (t) => {
     const { url, client } = await postgresSchema(t)
     const proxy = await partitionProxy(t, url)
-    // The tight connect timeout is for the outage; the schema is migrated without it.
+    // The tight connect timeout is for the outage, not the migration.
     const app = await migratedApp(t, { databaseUrl: proxy.url, databaseConnectTimeoutMs: 300, databasePoolSize: 4 })
     const send = (id: number) => postPlant(app, { id, name: `plant ${id}` }, { t })
 
-    // Connecting may outlast 300 ms on a loaded machine: 503, retried as the contract says.
+    // Connecting may outlast 300 ms on a loaded machine.
     await createRetrying(t, [app], [1, 2, 3, 4, 5])
     proxy.cut()
     const during = await Promise.all([6, 7, 8, 9, 10].map(send))
@@ -77,7 +68,7 @@ t.test(
     'connection is not reused',
   async (t) => {
     const { url, client } = await postgresSchema(t)
-    // A database of its own: the read-only default would reach every other test's schema.
+    // A database of its own: the read-only default would reach other tests' schemas.
     const database = `standby_${randomBytes(6).toString('hex')}`
     await client.query(`create database ${database}`)
     t.teardown(() => client.query(`drop database ${database} with (force)`))
@@ -89,7 +80,7 @@ t.test(
     await client.query(`alter database ${database} set default_transaction_read_only = on`)
     for (const id of [1, 2])
       t.match(await send(id), { statusCode: 503, headers: { 'retry-after': '1' } }, 'a refused write is 503')
-    // Read when a connection starts: one kept from the refusal would still refuse.
+    // Read when a connection starts: one kept would still refuse.
     await client.query(`alter database ${database} reset default_transaction_read_only`)
     t.equal((await send(3)).statusCode, 200, 'the next create gets a connection of its own')
   },
@@ -98,11 +89,8 @@ t.test(
 t.test(
   'a database that cannot be reached at start stops the start with one line naming the cause, not a stack',
   async (t) => {
-    const { code, output } = await runToExit({
-      PLANT_STORE_TOKENS: TOKEN,
-      DATABASE_URL: `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`,
-      NODE_ENV: 'test',
-    })
+    const DATABASE_URL = `postgres://plantstore:s3cret-password@127.0.0.1:${await freePort()}/plants`
+    const { code, output } = await runToExit(serviceEnv(t, { DATABASE_URL }))
     t.equal(code, 1)
     t.match(output, /^plant-store: The database cannot be reached: .*ECONNREFUSED.*\n$/)
     t.notMatch(output, 's3cret-password', 'the password in DATABASE_URL is not printed')
@@ -115,14 +103,13 @@ t.test('replicas starting at once on an empty database: one migrates, the others
   t.teardown(() => Promise.all(apps.map((app) => app.close())))
   const { rows } = await client.query('select name from kysely_migration')
   t.same(rows, [{ name: '0001-create-plant' }], 'applied once')
-  // A create may still meet a busy store on a loaded machine: 503 with Retry-After, retried as the contract says.
   await createRetrying(t, apps, [0, 1, 2])
   const { rows: plants } = await client.query('select id from plant order by id')
   t.same(plants, [{ id: '0' }, { id: '1' }, { id: '2' }])
 })
 
-/** Creates each plant of `ids` (on `apps` in turn), a 503 retried after its `Retry-After` for 30 s: all stored. */
-async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]): Promise<void> {
+/** Creates each of `ids` (on `apps` in turn), a 503 retried after its `Retry-After` for 30 s: all stored. */
+async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]) {
   const create = async (id: number, i: number) => {
     const statuses: number[] = []
     for (const deadline = Date.now() + 30000; ;) {
@@ -141,10 +128,10 @@ async function createRetrying(t: Test, apps: FastifyInstance[], ids: number[]): 
 
 t.test('SIGTERM under load: in-flight requests finish, every 200 is stored, the process exits 0', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const service = await startService(t, onDatabase(t, url))
+  const service = await startService(t, serviceEnv(t, { DATABASE_URL: url }))
   const answered = new Map<number, number>()
   let next = 0
-  // Until 200 plants are answered 200 (503 is valid too), then SIGTERM while 20 clients keep sending.
+  // 200 plants answered 200 (503 is valid too), then SIGTERM while 20 clients keep sending.
   let sendUntil = 5000
   let created = 0
   let enough!: () => void
@@ -177,7 +164,7 @@ t.test(
     'DATABASE_CONNECT_TIMEOUT_MS readiness is 503; creates queued behind wait at most that long',
   async (t) => {
     const { url, client } = await postgresSchema(t)
-    // The statement timeout is the window to see the INSERT wait and ask for readiness.
+    // The window to see the INSERT wait and ask for readiness.
     const statementTimeoutMs = 3000
     const app = await migratedApp(t, {
       databaseUrl: url,
@@ -190,7 +177,7 @@ t.test(
       'ready: the pool holds its one connection',
     )
     const send = (id: number) => postPlant(app, { id, name: 'Ficus' }, { t })
-    // Another session holds the row of id 1: the service's INSERT waits, holding the pool's only connection.
+    // Another session holds id 1: the service's INSERT waits, holding the pool's only connection.
     await client.query('begin')
     await client.query(`insert into plant (id, name) values (1, 'Ficus')`)
     const started = performance.now()

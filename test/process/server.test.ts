@@ -1,17 +1,15 @@
 /**
- * The service as a process, over real sockets: durability across `kill -9` and restart, token handling at start-up,
- * graceful shutdown, starts that must fail, logs free of secrets.
+ * The service process: durability across `kill -9`, tokens at start-up, graceful shutdown, failing starts, no secret
+ * logged.
  */
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import t, { type Test } from 'tap'
+import t from 'tap'
 import { JSON_HEADERS, TOKEN } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
-import { runToExit, startService } from '../helpers/process.ts'
+import { runToExit, serviceEnv, startService } from '../helpers/process.ts'
 
 const WRONG_TOKEN = 'wrong-token-0123456789abcdef'
-const testEnv = (t: Test) => ({ PLANT_STORE_TOKENS: TOKEN, DATA_DIR: join(t.testdir(), 'data'), NODE_ENV: 'test' })
-/** The status of a create of plant `id` at `url` with `token`. */
 const statusOf = async (url: string, id: number, token = TOKEN) =>
   (await postPlant(url, { id, name: 'Ficus' }, { headers: { ...JSON_HEADERS, authorization: `Bearer ${token}` } }))
     .statusCode
@@ -20,9 +18,8 @@ t.test(
   'a 200 means stored: plants survive kill -9 and a restart; a trace-level log holds no token; a port in use stops ' +
     'a start',
   async (t) => {
-    const env = testEnv(t)
+    const env = serviceEnv(t)
     const first = await startService(t, { ...env, LOG_LEVEL: 'trace' })
-    // ids above 2^53, written exactly into the JSON text
     const bodies = Array.from(
       { length: 20 },
       (_, i) => `{"id":${2n ** 53n + 1n + BigInt(i)},"name":"plant ${i}"${i % 2 ? ',"tag":"odd"' : ''}}`,
@@ -53,7 +50,7 @@ t.test(
 t.test(
   'SIGTERM: readiness turns 503 for the drain delay while requests are still served, then the process exits 0',
   async (t) => {
-    const service = await startService(t, { ...testEnv(t), SHUTDOWN_DRAIN_DELAY_MS: '3000' })
+    const service = await startService(t, serviceEnv(t, { SHUTDOWN_DRAIN_DELAY_MS: '3000' }))
     t.equal((await fetch(`${service.url}/health/ready`)).status, 200)
     const exit = service.stop('SIGTERM')
     let ready = 200
@@ -71,7 +68,7 @@ t.test(
 t.test(
   'a reader of stdout that goes away costs the logs, never the service: it serves and stops on SIGTERM',
   async (t) => {
-    const service = await startService(t, testEnv(t))
+    const service = await startService(t, serviceEnv(t))
     service.child.stdout!.destroy()
     for (let id = 1; id <= 3; id++)
       t.equal(await statusOf(service.url, id), 200, 'served while its lines meet a closed pipe')

@@ -1,22 +1,17 @@
-/**
- * Another process holds the embedded store's write lock while four clients create: the event loop never waits on it.
- *
- * @module
- */
+/** Another process holds the embedded store's write lock while clients create: the event loop never waits on it. */
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import SQLite from 'better-sqlite3'
 import t from 'tap'
-import { TOKEN } from '../helpers/app.ts'
 import { postPlant } from '../helpers/post-plant.ts'
-import { startService } from '../helpers/process.ts'
+import { serviceEnv, startService } from '../helpers/process.ts'
 import { SQLITE_FILE } from '../../service/store/sqlite.ts'
 
 const HOLD_MS = 12_000
 
-/** A Node process holding `BEGIN IMMEDIATE` on `file` for `HOLD_MS`, as an operator's `sqlite3` session would. */
+/** Holds `BEGIN IMMEDIATE` on `file` for `HOLD_MS`, as an operator's `sqlite3` session would. */
 const HOLDER = `
 const SQLite = require('better-sqlite3')
 const db = new SQLite(process.argv[1])
@@ -29,7 +24,7 @@ t.test(
   'a write lock held 12 s by another process: live within 500 ms, creates answered within 8 s, back within 3 s',
   async (t) => {
     const dataDir = join(t.testdir(), 'data')
-    const service = await startService(t, { PLANT_STORE_TOKENS: TOKEN, DATA_DIR: dataDir, NODE_ENV: 'test' })
+    const service = await startService(t, serviceEnv(t, { DATA_DIR: dataDir }))
     t.equal((await postPlant(service.url, { id: 1, name: 'before' })).statusCode, 200)
 
     const holder = spawn(process.execPath, ['-e', HOLDER, join(dataDir, SQLITE_FILE)], {
@@ -52,7 +47,6 @@ t.test(
       while (!done) {
         const id = nextId++
         const sent = Date.now()
-        // A generous socket timeout, so the figures show how slow, not only that it was.
         const response = await postPlant(service.url, { id, name: `plant ${id}` }, { timeoutMs: 30_000 })
         const retryAfter = response.headers['retry-after'] as string | undefined
         creates.push({ id, sent, took: Date.now() - sent, status: response.statusCode, retryAfter })
@@ -71,7 +65,7 @@ t.test(
     const running = [writer(), writer(), writer(), writer(), prober()]
     await exited
     t.equal(holderOutput.trim(), 'locked\nreleased', 'the holder held the lock and released it')
-    // Long enough for the creates queued during the lock to be answered, and new ones to succeed.
+    // For the creates queued during the lock to be answered, and new ones to succeed.
     await sleep(5000)
     done = true
     await Promise.all(running)

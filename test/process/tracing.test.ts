@@ -1,16 +1,15 @@
 /**
- * Tracing in the service process: with `OTEL_EXPORTER_OTLP_ENDPOINT` a create's spans reach a collector over
- * OTLP/HTTP in the caller's trace (their tree: test/app/tracing.test.ts); without it no SDK module is loaded.
+ * Tracing in the process: with `OTEL_EXPORTER_OTLP_ENDPOINT` spans reach a collector in the caller's trace (tree:
+ * app/tracing.test.ts); without, no SDK module loads.
  */
-import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { JSON_HEADERS, TEST_DATABASE_URL, TOKEN } from '../helpers/app.ts'
+import { JSON_HEADERS, TEST_DATABASE_URL } from '../helpers/app.ts'
 import { type ExportedSpan, only, startCollector, traceparent } from '../helpers/otlp-collector.ts'
 import { postPlant } from '../helpers/post-plant.ts'
-import { completedLogLine, startService } from '../helpers/process.ts'
+import { completedLogLine, serviceEnv, startService } from '../helpers/process.ts'
 
-/** `NODE_OPTIONS` that load the probe reporting every OpenTelemetry module the process resolves. */
+/** `NODE_OPTIONS` loading the probe of OpenTelemetry modules. */
 const PROBE = `${process.env.NODE_OPTIONS ?? ''} --import ${fileURLToPath(new URL('../fixtures/otel-module-probe.ts', import.meta.url))}`
 
 t.test(
@@ -18,14 +17,8 @@ t.test(
     'without, no SDK module is loaded',
   async (t) => {
     const collector = await startCollector(t)
-    const env = {
-      PLANT_STORE_TOKENS: TOKEN,
-      DATA_DIR: join(t.testdir(), 'data'),
-      DATABASE_URL: TEST_DATABASE_URL,
-      NODE_ENV: 'test',
-      NODE_OPTIONS: PROBE,
-    }
-    // A short export delay (the SDK reads OTEL_BSP_SCHEDULE_DELAY); the default is 5 s.
+    const env = serviceEnv(t, { DATABASE_URL: TEST_DATABASE_URL, NODE_OPTIONS: PROBE })
+    // A short export delay: the default is 5 s.
     for (const otel of [{ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, OTEL_BSP_SCHEDULE_DELAY: '100' }, {}]) {
       const traced = 'OTEL_EXPORTER_OTLP_ENDPOINT' in otel
       const service = await startService(t, { ...env, ...otel })

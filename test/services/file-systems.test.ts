@@ -1,9 +1,6 @@
 /**
- * The embedded store's data directory on real file systems: a small tmpfs that fills up under load, and a directory
- * or store file of another user. Needs root (mount(8), a process run as nobody). A read-only DATA_DIR:
- * `test/process/data-dir.test.ts` and the container test.
- *
- * @module
+ * DATA_DIR on real file systems (as root): a tmpfs filling up under load, another user's directory or file. Read-only:
+ * process/data-dir.test.ts and the container test.
  */
 import { chmodSync, chownSync, mkdtempSync, readdirSync, rmdirSync, rmSync, statfsSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -42,7 +39,6 @@ t.test(
 
     const name = (id: number) => `plant ${id} ${'x'.repeat(1000)}`
     const create = (id: number) => postPlant(app, { id, name: name(id) })
-    // 20 clients send new plants until the disk has refused 100 of them.
     const answered: { id: number; status: number }[] = []
     const problems = new Set<string>()
     let next = 1

@@ -1,9 +1,6 @@
 /**
- * `deploy/prometheus/` with Prometheus's own tool, promtool (Debian's `prometheus` package): the rules and the scrape
- * configuration check, and the rules' unit tests (`plant-store.rules.test.yml`) pass; a copy of the rules with one
- * alert changed fails them. Each alert's firing and silent cases are counted in `test/unit/dashboard.test.ts`.
- *
- * @module
+ * promtool on `deploy/prometheus/`: rules and scrape configuration valid, the rules' unit tests pass, and fail on a
+ * changed alert. Each alert's cases are counted in unit/dashboard.test.ts.
  */
 import { copyFileSync, readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'

@@ -1,29 +1,24 @@
 /**
- * Limits shared by replicas through Redis (`RATE_LIMIT_REDIS_URL`, `TEST_REDIS_URL`): one budget per token and one
- * failed-authentication budget per client address, whichever replica a request reaches.
- *
- * @module
+ * Limits shared by replicas through Redis (`RATE_LIMIT_REDIS_URL`, `TEST_REDIS_URL`): one budget per token, one failure
+ * budget per address.
  */
 import { randomBytes, randomInt } from 'node:crypto'
-import { once } from 'node:events'
-import { type AddressInfo, connect, createServer, type Socket } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
 import type { AppConfig } from '../../service/app.ts'
-import { loggerOptions } from '../../service/logging.ts'
 import { build, logSink, TOKEN } from '../helpers/app.ts'
 import { requires, TEST_REDIS_URL } from '../helpers/needs.ts'
-import { until } from '../helpers/partition-proxy.ts'
+import { partitionProxy, until } from '../helpers/partition-proxy.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
-/** The status of a create of a new plant on `app` with `token` (from `from`). */
+/** The status of a create of a new plant with `token`. */
 const create = async (app: FastifyInstance, token: string, from?: string) => {
   const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' }
   return (await postPlant(app, { id: randomInt(1, 2 ** 40), name: 'Ficus' }, { from, headers })).statusCode
 }
 
-/** Creates on two apps sharing Redis, alternately (a, b, a, b), with `token` from `address`; @returns the statuses. */
+/** Statuses of creates on two apps sharing Redis (a, b, a, b) with `token` from `address`. */
 async function alternately(t: Test, config: Partial<AppConfig>, token: string, address = '127.0.0.1') {
   const [a, b] = [await build(t, config), await build(t, config)]
   const statuses = []
@@ -52,49 +47,28 @@ t.test(
   'an outage of Redis is logged once, at warn, however often the client retries; a second outage again',
   requires('redis'),
   async (t) => {
-    const { stream, lines } = logSink()
-    const redis = new URL(TEST_REDIS_URL!)
+    const { logger, lines } = logSink()
     // A hop to Redis that can go away (connections refused) and come back on the same port.
-    const sockets = new Set<Socket>()
-    const hop = createServer((client) => {
-      const server = connect(Number(redis.port || 6379), redis.hostname)
-      for (const socket of [client, server]) {
-        sockets.add(socket)
-        socket.on('error', () => {})
-        socket.on('close', () => sockets.delete(socket))
-      }
-      client.pipe(server).pipe(client)
-    })
-    const up = async (port = 0) => {
-      hop.listen(port, '127.0.0.1')
-      await once(hop, 'listening')
-      return (hop.address() as AddressInfo).port
-    }
-    const down = () => {
-      hop.close()
-      for (const socket of sockets) socket.destroy()
-    }
-    const port = await up()
-    t.teardown(down)
+    const hop = await partitionProxy(t, TEST_REDIS_URL!)
     const tokens = [0, 1, 2].map(() => `outage-${randomBytes(16).toString('hex')}`)
     const app = await build(
       t,
-      { tokens, rateLimitMax: 1, rateLimitWindowMs: 60000, rateLimitRedisUrl: `redis://127.0.0.1:${port}` },
-      { ...loggerOptions('info', false), stream },
+      { tokens, rateLimitMax: 1, rateLimitWindowMs: 60000, rateLimitRedisUrl: hop.url },
+      logger,
     )
     /** Redis counts: a token's second request is refused. */
     const counted = async (token: string) => (await create(app, token)) === 429
     const outages = () => lines.filter((line) => /^Redis/.test(String(line.msg)))
     t.ok(await until(() => counted(tokens[0]!), 20_000), 'Redis counts')
     for (const outage of [1, 2]) {
-      down()
+      hop.close()
       t.ok(await until(() => outages().length === outage, 20_000), `outage ${outage}`)
       t.equal(await create(app, tokens[outage]!), 200, 'served meanwhile (fail open)')
       // ioredis retries in the background, refused each time.
       await sleep(1500)
       t.equal(outages().length, outage, 'one line for the outage')
       t.match(outages().at(-1), { level: 40, err: { message: /ECONNREFUSED/ } }, 'at warn')
-      await up(port)
+      await hop.reopen()
       t.ok(await until(() => counted(tokens[outage]!), 20_000), 'Redis is back')
     }
   },

@@ -1,8 +1,6 @@
 /**
- * `loadConfig`: defaults, tokens (weak ones refused, never echoed), production refusing to start unsafe, invalid
- * variables named; the settings table of docs/configuration.md.
- *
- * @module
+ * `loadConfig`: defaults, tokens (weak ones refused, never echoed), unsafe production refused, invalid variables named;
+ * docs/configuration.md's table.
  */
 import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -24,7 +22,7 @@ const B = 'token-b-Hn4tQ8wE2rY6uI0oP3aS7dF1gJ5kL9z'
 const C = 'token-c-Vb3nM7qW1eR5tY9uI2oP6aS0dF4gH8j'
 
 /** The message of the ConfigError `loadConfig(env)` throws. */
-function refusal(env: NodeJS.ProcessEnv): string {
+function refusal(env: NodeJS.ProcessEnv) {
   try {
     loadConfig(env)
   } catch (error) {
@@ -36,7 +34,7 @@ function refusal(env: NodeJS.ProcessEnv): string {
 
 const camel = (name: string) => name.toLowerCase().replace(/_(.)/g, (_, letter: string) => letter.toUpperCase())
 
-/** Settings parsed further than their type, tested below. */
+/** Settings parsed further, tested below. */
 const parsed = /^(PLANT_STORE_TOKENS|DATABASE_URL|TRUST_PROXY|CORS_ORIGINS|MAX_CONNECTIONS)/
 
 t.test("each setting's default is the schema's", async (t) => {

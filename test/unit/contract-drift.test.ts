@@ -1,8 +1,4 @@
-/**
- * The contract drift gate (api/compat.ts): each kind of breaking edit of the released contract is reported.
- *
- * @module
- */
+/** The contract drift gate (api/compat.ts): each kind of breaking edit of the released contract is reported. */
 import { writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'

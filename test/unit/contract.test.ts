@@ -1,8 +1,4 @@
-/**
- * service/contract.ts: integers as numbers for glue and as exact bigints for the docs; not YAML refused; the methods.
- *
- * @module
- */
+/** service/contract.ts: integers as numbers for glue, exact bigints for the docs; not YAML refused; the methods. */
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'

@@ -1,8 +1,6 @@
 /**
- * The Grafana dashboard and the Prometheus rules: each query parses as PromQL and names only series a real app
- * exports, the rules record, or `up`, with buckets the app has; each alert has promtool cases and a runbook line.
- *
- * @module
+ * The Grafana dashboard and Prometheus rules: each query parses and names only series the app exports, a rule records,
+ * or `up`; each alert has promtool cases and a runbook line.
  */
 import { readFileSync } from 'node:fs'
 import { fileURLToPath } from 'node:url'
@@ -24,13 +22,12 @@ const rules = (
 const ruleTests = parse(read('deploy/prometheus/plant-store.rules.test.yml')) as {
   tests: Array<{ alert_rule_test?: AlertTest[] }>
 }
-const recorded = new Set(rules.flatMap((rule) => (rule.record === undefined ? [] : [rule.record])))
-const alerts = rules.flatMap((rule) => (rule.alert === undefined ? [] : [rule.alert]))
+const recorded = new Set(rules.flatMap((rule) => rule.record ?? []))
+const alerts = rules.flatMap((rule) => rule.alert ?? [])
 
-/** What a real app exports: each series name, and the `le` values of each histogram's buckets. */
-async function exported(): Promise<{ names: Set<string>; buckets: Map<string, Set<string>> }> {
+/** What a real app exports: series names, and the `le` values of each histogram. */
+async function exported() {
   const app = await build(t)
-  // So that the labelled histograms have buckets.
   await app.inject({ method: 'POST', url: '/plants', headers: JSON_HEADERS, payload: { id: 1, name: 'Ficus' } })
   await app.inject({ url: '/health/ready' })
   const text = (await app.inject({ url: '/metrics' })).body
@@ -45,15 +42,9 @@ async function exported(): Promise<{ names: Set<string>; buckets: Map<string, Se
   return { names, buckets }
 }
 
-/** A selector of a query: its metric name and its label matchers. */
-interface Selector {
-  metric: string
-  matchers: Map<string, string>
-}
-
 /** Parses `expr`. @returns its selectors, and its syntax errors. */
-function parsePromQL(expr: string): { selectors: Selector[]; errors: string[] } {
-  const selectors: Selector[] = []
+function parsePromQL(expr: string) {
+  const selectors: Array<{ metric: string; matchers: Map<string, string> }> = []
   const errors: string[] = []
   parser.parse(expr).iterate({
     enter: ({ node }) => {
@@ -74,10 +65,9 @@ function parsePromQL(expr: string): { selectors: Selector[]; errors: string[] } 
   return { selectors, errors }
 }
 
-/** Grafana's interval variables as a duration (`$instance` stays, inside label values). */
+/** Grafana's interval variables as a duration (`$instance` stays). */
 const withIntervals = (expr: string) => expr.replaceAll(/\$__(rate_interval|interval|range)\b/g, '5m')
 
-/** Every query: where it is, and its PromQL. */
 const queries = [
   ...dashboard.panels.flatMap((panel) =>
     (panel.targets ?? []).map((target) => ({

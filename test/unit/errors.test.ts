@@ -1,8 +1,4 @@
-/**
- * `toErrorResponse` on what no request can make the service throw: 500 with nothing of the cause; `asError`.
- *
- * @module
- */
+/** `toErrorResponse` on what no request can make the service throw: 500 with nothing of the cause; `asError`. */
 import t from 'tap'
 import { asError, errorCode, httpErrorOf } from '../../service/errors.ts'
 import { toErrorResponse } from '../../service/plugins/strict-http/index.ts'

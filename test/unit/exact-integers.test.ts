@@ -1,8 +1,6 @@
 /**
- * The exact-integer rule wired as the application wires it: the `int64` parameters of the fixture's `getPlant`
- * (GET /plants/{id}?revision=) handed over as exact bigints through fastify-openapi-glue.
- *
- * @module
+ * The fixture's `getPlant` (GET /plants/{id}?revision=) through fastify-openapi-glue: int64 parameters handed over as
+ * exact bigints.
  */
 import Fastify, { type FastifyRequest } from 'fastify'
 import openapiGlue from 'fastify-openapi-glue'
@@ -18,7 +16,6 @@ type GetPlant = FastifyRequest<{ Params: { id: bigint }; Querystring: { revision
 t.test(
   'an int64 parameter is handed over as the exact bigint it spells; one not a decimal integer in int64 is 400 naming it',
   async (t) => {
-    // getPlant answers with the id and revision it received, and their types.
     const app = Fastify({ ajv: AJV_OPTIONS })
     t.teardown(() => app.close())
     await app.register(strictHttp, { errorBody })

@@ -1,8 +1,4 @@
-/**
- * api/types.ts `main`: writes what `generateTypes` gives; `--check` fails on a stale file, naming it.
- *
- * @module
- */
+/** api/types.ts `main`: writes what `generateTypes` gives; `--check` fails on a stale file, naming it. */
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'

@@ -1,6 +1,6 @@
 /**
- * Group commit: concurrent creates share a transaction, each with its own outcome, also when a batch fails; no
- * deadlock; a transaction's span is a child of its first create and links the others.
+ * Group commit: concurrent creates share a transaction, each its own outcome, also on failure; no deadlock; spans
+ * linked.
  */
 import { context, ROOT_CONTEXT, trace, TraceFlags } from '@opentelemetry/api'
 import pg from 'pg'
@@ -26,7 +26,6 @@ async function migrated(t: TestContext, options: Parameters<typeof storeOptions>
 }
 const repository = async (t: TestContext) => new PlantRepository(await migrated(t, await freshStore(t)))
 
-/** A writer that stores every plant of a batch. */
 const created = (plants: readonly PlantRecord[]) => plants.map((stored) => ({ status: 'created' as const, stored }))
 
 const plant = (id: bigint, name: string, tag: string | null = null): PlantRecord => ({ id, name, tag })
@@ -109,7 +108,7 @@ t.test('a transaction of several creates is a child of the first and links the o
   const gate = new Promise<void>((resolve) => (release = resolve))
   let writing!: () => void
   const written = new Promise<void>((resolve) => (writing = resolve))
-  // Held until released: while it holds the first batch, the next saves queue up together.
+  // While it holds the first batch, the next saves queue up together.
   const writer = {
     saveAll: async (plants: readonly PlantRecord[]) => {
       writing()
@@ -118,7 +117,7 @@ t.test('a transaction of several creates is a child of the first and links the o
     },
   }
   const commit = new GroupCommit(writer, { maxBatch: 10, maxInFlight: 1, tracer: tracing.batchTracer('postgres') })
-  // Each save as if inside the handler span of a request of its own trace.
+  // Each save inside a handler span of a trace of its own.
   const callers = [1, 2, 3, 4].map(() => traceparent())
   const saveAs = (id: number) => {
     const span = { ...callers[id - 1]!, traceFlags: TraceFlags.SAMPLED }
@@ -166,7 +165,7 @@ t.test('PostgreSQL: concurrent batches over the same ids: no deadlock, every ans
   await stats.connect()
   t.teardown(() => stats.end())
   const before = await deadlocks(stats)
-  // Ten batches of ten in flight over twenty ids, in random order, one of two contents each; fresh ids each round.
+  // Ten batches of ten in flight over twenty ids, in random order, one of two contents each.
   const group = new GroupCommit(new PlantRepository(store), { maxBatch: 10, maxInFlight: 10 })
   for (let round = 0; round < 3; round++) {
     const ids = Array.from({ length: 20 }, (_, i) => BigInt(round * 100 + i))
@@ -191,8 +190,8 @@ t.test('PostgreSQL: concurrent batches over the same ids: no deadlock, every ans
   t.equal((await deadlocks(stats, true)) - before, 0, 'no deadlock detected')
 })
 
-/** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions have ended. */
-async function deadlocks(client: pg.Client, settled = false): Promise<number> {
+/** `pg_stat_database.deadlocks` of `client`'s database; `settled`: once its other sessions end. */
+async function deadlocks(client: pg.Client, settled = false) {
   for (const deadline = Date.now() + 30000; settled && Date.now() < deadline;) {
     const { rows } = await client.query(
       'select count(*)::int as others from pg_stat_activity where datname = current_database() and pid <> ' +

@@ -1,8 +1,4 @@
-/**
- * service/logging.ts: JSON lines with credentials redacted, pretty only on a terminal, one line per request.
- *
- * @module
- */
+/** service/logging.ts: JSON lines, credentials redacted, pretty only on a terminal, one line per request. */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { pino } from 'pino'
 import t from 'tap'

@@ -1,12 +1,7 @@
-/**
- * The in-process rate-limit store: a window that passes, and bounded memory.
- *
- * @module
- */
+/** The in-process rate-limit store: a window that passes, and bounded memory. */
 import t from 'tap'
 import { SegmentedStore } from '../../service/plugins/protection/segmented-store.ts'
 
-/** Counts one hit of `key` and returns the store's answer. */
 function hit(store: SegmentedStore, key: string, windowMs = 60000): { current: number; ttl: number } {
   let answer: { current: number; ttl: number } | Error = { current: 0, ttl: 0 }
   store.incr(key, (error, result) => (answer = error ?? result), windowMs)

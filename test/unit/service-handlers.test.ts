@@ -1,9 +1,4 @@
-/**
- * service/operations/handlers.ts: a service class is checked against the types generated from its contract (the
- * fixture's: openapi.yaml plus `getPlant`), by one `tsc` over fixture services.
- *
- * @module
- */
+/** service/operations/handlers.ts: a service class checked by `tsc` against the types of the fixture contract. */
 import { createRequire } from 'node:module'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
@@ -20,7 +15,6 @@ const others = Object.values(contract.paths)
   .flatMap((item = {}) => Object.values(item).map((operation) => (operation as { operationId?: string }).operationId))
   .filter((operationId): operationId is string => operationId !== undefined && operationId !== 'getPlant')
 
-/** A method of `operationId` whose body is `body`. */
 const method = (
   operationId: string,
   body: string,
@@ -28,8 +22,8 @@ const method = (
 ${body}
   }`
 
-/** A fixture service: every other operation, and `getPlant` when given. */
-function fixtureService(getPlant: string | undefined): string {
+/** A service of every other operation, and `getPlant` when given. */
+function fixtureService(getPlant: string | undefined) {
   const methods = [
     ...others.map((operationId) => method(operationId, '    throw new Error(`not under test: ${request.url}`)')),
     ...(getPlant === undefined ? [] : [getPlant]),
@@ -72,7 +66,6 @@ t.test('a service class must have a method, typed by the document, for each oper
     if (!(error instanceof CommandError) || error.exitCode === null) throw error
     output = error.stdout
   }
-  /** The compiler's errors in `file`, with their lines of detail. */
   const errors = (file: string) =>
     output
       .split(/\n(?=\S)/)

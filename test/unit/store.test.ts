@@ -207,20 +207,6 @@ t.test(
   },
 )
 
-t.test('SQLite: a transaction that cannot begin holds no batch back', { timeout: 10_000 }, async (t) => {
-  const store = await opened(t)
-  await migrateToLatest(store)
-  await sql`begin`.execute(store.db)
-  await t.rejects(
-    store.db.transaction().execute(async () => {}),
-    {
-      message: 'cannot start a transaction within a transaction',
-    },
-  )
-  await sql`rollback`.execute(store.db)
-  t.match(await new PlantRepository(store).saveAll([{ id: 1n, name: 'after', tag: null }]), [{ status: 'created' }])
-})
-
 t.test('a store that was never queried closes at once', async (t) => {
   const store = await openStore(storeOptions({ dataDir: t.testdir() }))
   await t.resolves(store.close())
