@@ -3,7 +3,7 @@
  * front of it: concurrent creates share one transaction.
  * @module
  */
-import { type PlantRecord, type Store, StoreUnavailableError } from './store.ts'
+import { insertNew, type PlantRecord, type Store, StoreUnavailableError } from './store.ts'
 
 export { type PlantRecord, StoreUnavailableError } from './store.ts'
 
@@ -33,7 +33,7 @@ export class PlantRepository {
     })
     // One lock order, else batches sharing ids deadlock.
     const candidates = [...firstById.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
-    const existing = await this.store.insertNew(candidates)
+    const existing = await insertNew(this.store.db, candidates)
     const answered = new Set<bigint>()
     return entries.map(({ plant, first }) => {
       const before = existing.get(plant.id)

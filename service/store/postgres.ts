@@ -10,7 +10,7 @@ import {
 } from 'kysely'
 import { errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
-import { insertNew, mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
+import { mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
 /** Past `statement_timeout`: a reachable server cancels first (57014), the client gives up only on a partition. */
 export const QUERY_TIMEOUT_MARGIN_MS = 500
@@ -77,7 +77,6 @@ export function openPostgres(options: StoreOptions): Store {
     db,
     dialect: 'postgres',
     isUnavailable: isPostgresUnavailable,
-    insertNew: (plants) => insertNew(db, plants),
     ping: () => sql`select 1`.execute(db).then(() => undefined),
     migrationSchema: async () =>
       (await sql<{ schema: string }>`select current_schema() as schema`.execute(db)).rows[0]?.schema,

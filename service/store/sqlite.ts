@@ -25,7 +25,7 @@ import sqlite3 from 'sqlite3'
 import { ConfigError } from '../config.ts'
 import { asError, errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
-import { insertNew, mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
+import { mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
 export const SQLITE_FILE = 'plants.sqlite3'
 
@@ -129,7 +129,6 @@ export async function openSqlite(options: StoreOptions): Promise<Store> {
     db,
     dialect: 'sqlite',
     isUnavailable,
-    insertNew: (plants) => insertNew(db, plants),
     ping: async () => {
       await sql`select 1`.execute(db)
       await disk.check()

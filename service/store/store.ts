@@ -37,13 +37,6 @@ export interface Store {
   readonly dialect: 'sqlite' | 'postgres'
   /** A retry may succeed: {@link StoreUnavailableError}, or a database error that {@link Store.db} turns into one. */
   isUnavailable(error: unknown): boolean
-  /**
-   * Stores each of `plants` (distinct ids, in ascending order: one lock order) whose id is not stored yet, in one
-   * atomic write, durable when it resolves.
-   * @returns the rows already stored under the others' ids (a stored row never changes).
-   * @throws {StoreUnavailableError} when unreachable or overloaded; else the write's own error, nothing stored.
-   */
-  insertNew(plants: readonly PlantRecord[]): Promise<ReadonlyMap<bigint, PlantRecord>>
   /** Rejects while the embedded store's disk cannot take a write. */
   ping(): Promise<void>
   /** So schemas of one PostgreSQL database migrate apart. */
@@ -55,10 +48,15 @@ export interface Store {
 const idText = sql<string>`cast(id as text)`.as('id')
 
 /**
- * {@link Store.insertNew} on either database: one `INSERT … ON CONFLICT DO NOTHING RETURNING`; the others are read
- * back without a transaction, as rows never change.
+ * Stores each of `plants` (distinct ids, in ascending order: one lock order) whose id is not stored yet, in one
+ * atomic write (`INSERT … ON CONFLICT DO NOTHING RETURNING`), durable when it resolves, on either database.
+ * @returns the rows already stored under the others' ids, read back without a transaction (a row never changes).
+ * @throws {StoreUnavailableError} when unreachable or overloaded; else the write's own error, nothing stored.
  */
-export async function insertNew(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]) {
+export async function insertNew(
+  db: Kysely<StoreSchema>,
+  plants: readonly PlantRecord[],
+): Promise<ReadonlyMap<bigint, PlantRecord>> {
   const inserted = await db
     .insertInto('plant')
     .values(plants.map(({ id, name, tag }) => ({ id, name, tag })))
