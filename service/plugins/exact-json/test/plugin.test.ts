@@ -165,9 +165,105 @@ t.test(
       statusCode: 413,
     })
     const empty = await post(app, '')
-    t.strictSame([empty.statusCode, empty.json().code], [400, 'EXACT_JSON_INVALID_BODY'], 'no chunk at all')
+    t.strictSame(
+      [empty.statusCode, empty.json().message],
+      [400, 'Body is not valid JSON: JSON value expected but reached end of input at position 0'],
+      'no chunk at all',
+    )
   },
 )
+
+t.test(
+  'bodyLimit itself is allowed, one byte more is not: declared, streamed, and as a decoding stream counts',
+  async (t) => {
+    const app = Fastify({ ajv: ajvOptions })
+    t.teardown(() => app.close())
+    await app.register(exactJson)
+    app.addHook('preParsing', async (request, _reply, payload) => {
+      const encoded = request.headers['x-encoded-length']
+      return encoded === undefined
+        ? payload
+        : Object.assign(Readable.from(['{"id":1}']), { receivedEncodedLength: 100 })
+    })
+    app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
+    const body = (length: number) => `{"id":1}${' '.repeat(length - 8)}`
+    const send = (payload: string | Readable, headers = {}) =>
+      app.inject({ method: 'POST', url: '/', payload, headers: { 'content-type': 'application/json', ...headers } })
+    const codes = async (length: number) => [
+      (await send(body(length))).statusCode,
+      (await send(Readable.from([body(length)]))).statusCode,
+    ]
+    t.strictSame(await codes(100), [200, 200], 'declared and streamed: exactly bodyLimit')
+    t.strictSame(await codes(101), [413, 413], 'declared and streamed: one byte more')
+    const decoded = await send(body(100), { 'x-encoded-length': '100' })
+    t.equal(decoded.statusCode, 200, 'an encoded length of exactly bodyLimit')
+  },
+)
+
+t.test('the parser lets go of the stream once it settles, and a failing stream is a 4xx of the parser', async (t) => {
+  const app = Fastify({ ajv: ajvOptions })
+  t.teardown(() => app.close())
+  await app.register(exactJson)
+  const streams: Readable[] = []
+  // Past bodyLimit and never ending: only the parser can let go of it.
+  const pastLimit = () => {
+    const stream = new Readable({ read: () => undefined })
+    stream.push(' '.repeat(101))
+    return stream
+  }
+  app.addHook('preParsing', async (request) => {
+    const kind = request.headers['x-kind']
+    const stream =
+      kind === 'ok'
+        ? Readable.from(['{"id":1}'])
+        : kind === 'large'
+          ? pastLimit()
+          : new Readable({
+              read() {
+                const status = request.headers['x-status']
+                this.destroy(
+                  Object.assign(
+                    new Error('the stream failed'),
+                    typeof status === 'string' ? { statusCode: JSON.parse(status) as unknown } : {},
+                  ),
+                )
+              },
+            })
+    streams.push(stream)
+    return stream
+  })
+  app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
+  const send = (headers: Record<string, string>) =>
+    app.inject({
+      method: 'POST',
+      url: '/',
+      payload: '{"id":1}',
+      headers: { 'content-type': 'application/json', ...headers },
+    })
+  t.equal((await send({ 'x-kind': 'ok' })).statusCode, 200)
+  t.equal((await send({ 'x-kind': 'large' })).statusCode, 413)
+  const statuses = []
+  for (const status of [undefined, '413', '200', '"413"']) {
+    const response = await send({ 'x-kind': 'failing', ...(status === undefined ? {} : { 'x-status': status }) })
+    statuses.push([response.statusCode, response.json().message])
+  }
+  t.strictSame(
+    statuses,
+    [
+      [400, 'the stream failed'],
+      [413, 'the stream failed'],
+      [400, 'the stream failed'],
+      [400, 'the stream failed'],
+    ],
+    "no status, or one that is not a number of 400 or more, is the client's 400",
+  )
+  const left = streams.map((stream) => ['data', 'end', 'error'].map((event) => stream.listenerCount(event)))
+  t.strictSame(
+    left,
+    streams.map(() => [0, 0, 0]),
+    'no listener of the parser is left on any stream',
+  )
+})
 
 t.test("a preParsing stream's text chunks and receivedEncodedLength count as Fastify counts them", async (t) => {
   const app = Fastify({ ajv: ajvOptions })
