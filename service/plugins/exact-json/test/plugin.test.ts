@@ -173,32 +173,21 @@ t.test(
   },
 )
 
-t.test(
-  'bodyLimit itself is allowed, one byte more is not: declared, streamed, and as a decoding stream counts',
-  async (t) => {
-    const app = Fastify({ ajv: ajvOptions })
-    t.teardown(() => app.close())
-    await app.register(exactJson)
-    app.addHook('preParsing', async (request, _reply, payload) => {
-      const encoded = request.headers['x-encoded-length']
-      return encoded === undefined
-        ? payload
-        : Object.assign(Readable.from(['{"id":1}']), { receivedEncodedLength: 100 })
-    })
-    app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
-    const body = (length: number) => `{"id":1}${' '.repeat(length - 8)}`
-    const send = (payload: string | Readable, headers = {}) =>
-      app.inject({ method: 'POST', url: '/', payload, headers: { 'content-type': 'application/json', ...headers } })
-    const codes = async (length: number) => [
-      (await send(body(length))).statusCode,
-      (await send(Readable.from([body(length)]))).statusCode,
-    ]
-    t.strictSame(await codes(100), [200, 200], 'declared and streamed: exactly bodyLimit')
-    t.strictSame(await codes(101), [413, 413], 'declared and streamed: one byte more')
-    const decoded = await send(body(100), { 'x-encoded-length': '100' })
-    t.equal(decoded.statusCode, 200, 'an encoded length of exactly bodyLimit')
-  },
-)
+t.test('bodyLimit itself is allowed, one byte more is not: declared and streamed', async (t) => {
+  const app = Fastify({ ajv: ajvOptions })
+  t.teardown(() => app.close())
+  await app.register(exactJson)
+  app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
+  const body = (length: number) => '{"id":1}'.padEnd(length)
+  const send = (payload: string | Readable) =>
+    app.inject({ method: 'POST', url: '/', payload, headers: { 'content-type': 'application/json' } })
+  const codes = async (length: number) => [
+    (await send(body(length))).statusCode,
+    (await send(Readable.from([body(length)]))).statusCode,
+  ]
+  t.strictSame(await codes(100), [200, 200], 'declared and streamed: exactly bodyLimit')
+  t.strictSame(await codes(101), [413, 413], 'declared and streamed: one byte more')
+})
 
 t.test('the parser lets go of the stream once it settles, and a failing stream is a 4xx of the parser', async (t) => {
   const app = Fastify({ ajv: ajvOptions })
@@ -278,16 +267,17 @@ t.test("a preParsing stream's text chunks and receivedEncodedLength count as Fas
   app.post('/', { bodyLimit: 100, schema: { body: { type: 'object', properties: { id: int64 } } } }, (request) =>
     stringify(request.body),
   )
-  const send = (encodedLength: number) =>
+  const send = (encodedLength: number, payload = '{"id":1}') =>
     app.inject({
       method: 'POST',
       url: '/',
-      payload: '{"id":1}',
+      payload,
       headers: { 'content-type': 'application/json', 'x-encoded-length': String(encodedLength) },
     })
   t.strictSame([(await send(8)).statusCode, (await send(8)).body], [200, '{"id":9007199254740993}'])
   t.equal((await send(9)).json().code, 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', 'the encoded length is the one declared')
   t.equal((await send(101)).json().code, 'FST_ERR_CTP_BODY_TOO_LARGE', 'the encoded length is held to bodyLimit')
+  t.equal((await send(100, '{"id":1}'.padEnd(100))).statusCode, 200, 'an encoded length of exactly bodyLimit')
 })
 
 t.test(
