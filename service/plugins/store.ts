@@ -24,17 +24,16 @@ async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
     onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
   })
   app.addHook('onClose', () => store.close())
-  // Awaited once every plugin is loaded: the migrations overlap the rest of the app's build.
-  const migrated = config.migrateOnStart ? migrateToLatest(store) : undefined
-  migrated?.catch(() => {}) // rejected: handled in onReady
-  app.addHook('onReady', async () => {
-    try {
-      await migrated
-    } catch (error) {
-      await store.close()
-      throw error
-    }
-  })
+  // Once the app is built: a build that held the event loop past PostgreSQL's connect timeout failed the start.
+  if (config.migrateOnStart)
+    app.addHook('onReady', async () => {
+      try {
+        await migrateToLatest(store)
+      } catch (error) {
+        await store.close()
+        throw error
+      }
+    })
   const repository = new PlantRepository(store)
   const writer = new GroupCommit(repository, {
     maxBatch: config.groupCommitMaxBatch,

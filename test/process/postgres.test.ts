@@ -97,9 +97,23 @@ t.test(
   },
 )
 
+t.test(
+  "a connect timeout shorter than the app's build: the start still succeeds, the migration waits for the build",
+  async (t) => {
+    const { url, client } = await postgresSchema(t)
+    const service = await startService(t, serviceEnv(t, { DATABASE_URL: url, DATABASE_CONNECT_TIMEOUT_MS: '250' }))
+    t.equal(await statusOf(service.url, { id: 1, name: 'Fern' }), 200)
+    const { rows } = await client.query('select count(*)::int as plants from plant')
+    t.equal(rows[0].plants, 1)
+    await service.stop()
+  },
+)
+
 t.test('replicas starting at once on an empty database: one migrates, the others wait, all serve', async (t) => {
   const { url, client } = await postgresSchema(t)
-  const apps = await Promise.all([1, 2, 3].map(() => createApp(testConfig({ dataDir: t.testdir(), databaseUrl: url }))))
+  // Three apps build in one process: one's build holds the event loop the others' connections wait on.
+  const config = () => testConfig({ dataDir: t.testdir(), databaseUrl: url, databaseConnectTimeoutMs: 30000 })
+  const apps = await Promise.all([1, 2, 3].map(() => createApp(config())))
   t.teardown(() => Promise.all(apps.map((app) => app.close())))
   const { rows } = await client.query('select name from kysely_migration')
   t.same(rows, [{ name: '0001-create-plant' }], 'applied once')
