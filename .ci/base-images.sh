@@ -20,8 +20,7 @@ cache="${PLANT_STORE_CONTAINERS_DIR:-/var/tmp/plant-store-containers}/base"
 mkdir -p "$cache"
 node_image=docker.io/library/node:24-bookworm-slim
 postgres_image=docker.io/library/postgres:17
-node_version="$(tr -d ' \n\r' 2>/dev/null <.node-version || true)"
-node_version="${node_version:-24.22.3}"
+node_version="$(tr -d ' \n\r' <.node-version)"
 node_version="${node_version#v}"
 
 say() { printf 'base-images: %s\n' "$*" >&2; }
