@@ -1,5 +1,8 @@
-/** docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures. */
-import { existsSync, readFileSync } from 'node:fs'
+/**
+ * docs/development.md's list of the files a `POST /plants` runs through is what V8's precise coverage measures; the
+ * route's own hooks are at most 5.
+ */
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { Session } from 'node:inspector/promises'
 import type { Socket } from 'node:net'
 import { dirname, join, relative } from 'node:path'
@@ -41,6 +44,18 @@ function readerUnit(file: string) {
 
 const unique = (files: string[]) => [...new Set(files)].sort()
 
+/** The hooks `printRoutes` shows on `POST /plants` whose function service/ declares by name: the project's own. */
+function ownHooks(routes: string) {
+  const lines = routes.slice(routes.indexOf('/plants (POST)')).split('\n').slice(1)
+  const end = lines.findIndex((line) => !line.includes('• ('))
+  const hooks = lines.slice(0, end).flatMap((line) => [...line.matchAll(/"(\w+)\(\)"/g)].map((match) => match[1] ?? ''))
+  const sources = readdirSync(join(root, 'service'), { recursive: true, encoding: 'utf8' })
+    .filter((file) => file.endsWith('.ts'))
+    .map((file) => readFileSync(join(root, 'service', file), 'utf8'))
+    .join('\n')
+  return { hooks, own: hooks.filter((name) => sources.includes(`function ${name}(`)) }
+}
+
 t.test('the files a POST /plants runs through are the ones docs/development.md lists', async (t) => {
   const documented = documentedPath()
   t.ok(documented.length > 0 && documented.length <= 12, `at most 12 files to read (${documented.length})`)
@@ -57,6 +72,9 @@ t.test('the files a POST /plants runs through are the ones docs/development.md l
   const config = loadConfig({ NODE_ENV: 'production', PLANT_STORE_TOKENS: TOKEN, DATA_DIR: t.testdir() })
   const app = await createApp(config, logger)
   t.teardown(() => app.close())
+  const { hooks, own } = ownHooks(app.printRoutes({ includeHooks: true, commonPrefix: false }))
+  t.ok(own.length > 0 && own.length <= 5, `at most 5 hooks of the project's own on the route: ${own.join(', ')}`)
+  t.ok(hooks.length > own.length, "and the libraries' beside them")
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const closed: Array<Promise<void>> = []
   app.server.on('connection', (socket: Socket) => closed.push(new Promise((resolve) => socket.once('close', resolve))))
