@@ -15,24 +15,28 @@ const OUT_OF_INT64 = 2 ** 63 + 2048
 const int64 = { type: 'integer', format: 'int64' } as const
 
 /** What a handler of a route whose body has the `int64` member `id` receives for the JSON `{"id": literal}`. */
-function handedOver(literal: string, schema: object = { properties: { id: int64 } }): unknown {
-  const route = {
-    method: 'POST',
-    url: '/',
-    handler: () => {},
-    schema: { body: { content: { 'application/json': { schema } } } },
-  } as RouteOptions
-  exactInt64(route)
+function handedOver(literal: string, schema: object = { properties: { id: int64 } }) {
+  const route = routeOf({ body: { content: { 'application/json': { schema } } } })
   const request = { body: parseJsonBody(`{"id":${literal}}`) }
-  for (const hook of [route.preHandler].flat() as onRequestHookHandler[])
-    hook.call(Fastify(), request as FastifyRequest, {} as never, () => {})
+  run(route.preHandler, request)
   return (request.body as { id: unknown }).id
 }
 
 /** The number validation sees for a literal. */
-function validated(literal: string): unknown {
-  return forValidation({ id: numberOf(literal) }, 'id')
+const validated = (literal: string) => forValidation({ id: numberOf(literal) }, 'id')
+
+/** `schema` as a route's, after the hook. */
+function routeOf(schema: object) {
+  const route = { method: 'POST', url: '/', handler: () => {}, schema } as RouteOptions
+  exactInt64(route)
+  return route
 }
+
+/** Runs a route's `hooks` on `request`. */
+const run = (hooks: RouteOptions['preHandler'], request: object) =>
+  [hooks]
+    .flat()
+    .forEach((hook) => (hook as onRequestHookHandler).call(Fastify(), request as never, {} as never, () => {}))
 
 t.test(
   'literals: safe integers are numbers, larger ones validated as their nearest double; each handed over exactly',
@@ -43,9 +47,10 @@ t.test(
       t.equal(numberOf(literal), Number(literal) + 0, literal)
       t.equal(handedOver(literal), BigInt(Number(literal)), literal)
     }
-    const large = '9007199254740993 9007199254740992 -9007199254740993 9223372036854775807 -9223372036854775808'
-      .concat(' 1152921504606846977')
-      .split(' ')
+    const large =
+      '9007199254740993 9007199254740992 -9007199254740993 9223372036854775807 -9223372036854775808 1152921504606846977'.split(
+        ' ',
+      )
     for (const [literal, exact] of [
       ...large.map((literal) => [literal, BigInt(literal)] as const),
       ['9.007199254740993e15', 2n ** 53n + 1n] as const,
@@ -134,13 +139,9 @@ t.test('an int64 below a keyword the hand-over does not follow stops the start, 
       keyword,
     )
   }
-  const route = {
-    method: 'POST',
-    url: '/',
-    handler: () => {},
-    schema: { body: { content: { 'application/json': { schema: int64 } } } },
-  } as RouteOptions
-  t.throws(() => exactInt64(route), { message: 'An int64 that is a whole request part cannot be handed over exactly' })
+  t.throws(() => routeOf({ body: { content: { 'application/json': { schema: int64 } } } }), {
+    message: 'An int64 that is a whole request part cannot be handed over exactly',
+  })
 })
 
 t.test(
@@ -166,13 +167,6 @@ t.test(
   },
 )
 
-/** `schema` as a route's, after the hook. */
-function routeOf(schema: object): RouteOptions {
-  const route = { method: 'POST', url: '/', handler: () => {}, schema } as RouteOptions
-  exactInt64(route)
-  return route
-}
-
 t.test(
   'a route gets a reader of integer parameters, or a hand-over of int64 members, only when it has them',
   async (t) => {
@@ -196,7 +190,6 @@ t.test('only plain decimal strings of integer parameters are read: not the body,
     body: { properties: { n: { type: 'integer' } } },
   })
   const request = { params: { id: '5', name: '6' }, query: { page: ['7'] }, body: { n: '8' } }
-  for (const hook of [route.preValidation].flat() as onRequestHookHandler[])
-    hook.call(Fastify(), request as never, {} as never, () => {})
+  run(route.preValidation, request)
   t.strictSame(request, { params: { id: 5, name: '6' }, query: { page: ['7'] }, body: { n: '8' } })
 })

@@ -5,7 +5,7 @@
  * @module
  */
 import { Readable } from 'node:stream'
-import Fastify, { type FastifyRequest } from 'fastify'
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify'
 import t, { type Test } from 'tap'
 import exactJson, { addInt64Format, ajvOptions, IDENTITY_ONLY, int64Format, stringify, UTF8_ONLY } from '../index.ts'
 
@@ -17,10 +17,20 @@ type Order = FastifyRequest<{
   Body: { id: bigint; note?: null; parent?: { child: bigint } | null; lines?: bigint[] }
 }>
 
-async function orders(t: Test) {
+/** A bare app with the plugin, closed at teardown. */
+async function bare(t: Test, options = {}) {
   const app = Fastify({ ajv: ajvOptions })
   t.teardown(() => app.close())
-  await app.register(exactJson)
+  await app.register(exactJson, options)
+  return app
+}
+
+/** POSTs `payload` as JSON. */
+const send = (app: FastifyInstance, payload: string | Readable, headers = {}, url = '/') =>
+  app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } })
+
+async function orders(t: Test) {
+  const app = await bare(t)
   const seen: string[] = []
   app.post(
     '/shops/:shop/orders',
@@ -57,12 +67,8 @@ async function orders(t: Test) {
   return { app, seen }
 }
 
-const post = (
-  app: Awaited<ReturnType<typeof orders>>['app'],
-  payload: string,
-  headers = {},
-  url = '/shops/9007199254740993/orders?page=2',
-) => app.inject({ method: 'POST', url, payload, headers: { 'content-type': 'application/json', ...headers } })
+const post = (app: FastifyInstance, payload: string, headers = {}, url = '/shops/9007199254740993/orders?page=2') =>
+  send(app, payload, headers, url)
 
 t.test('an id past 2^53 reaches the handler as its bigint and goes back out digit for digit', async (t) => {
   const { app, seen } = await orders(t)
@@ -134,13 +140,7 @@ t.test(
   'the body is read as Fastify reads it: bodyLimit, Content-Length, several chunks, a failing stream',
   async (t) => {
     const { app } = await orders(t)
-    const chunked = (...chunks: (string | Buffer)[]) =>
-      app.inject({
-        method: 'POST',
-        url: '/shops/1/orders',
-        payload: Readable.from(chunks),
-        headers: { 'content-type': 'application/json' },
-      })
+    const chunked = (...chunks: (string | Buffer)[]) => send(app, Readable.from(chunks), {}, '/shops/1/orders')
     t.equal((await chunked('{"id":', '9007199254740993}')).json().id, 9007199254740992, 'several chunks')
     const huge = Buffer.alloc(700_000, 0x20)
     const streamed = await chunked(huge, huge, '{"id":1}')
@@ -152,12 +152,7 @@ t.test(
     // light-my-request hands the stream's error back: the parser made it the client's (400), unless it had a status.
     const failing = (error: Error) => {
       const payload: Readable = new Readable({ read: () => payload.destroy(error) })
-      return app.inject({
-        method: 'POST',
-        url: '/shops/1/orders',
-        payload,
-        headers: { 'content-type': 'application/json' },
-      })
+      return send(app, payload, {}, '/shops/1/orders')
     }
     await t.rejects(failing(new Error('the client went away')), { message: 'the client went away', statusCode: 400 })
     await t.rejects(failing(Object.assign(new Error('too large'), { statusCode: 413 })), {
@@ -174,25 +169,19 @@ t.test(
 )
 
 t.test('bodyLimit itself is allowed, one byte more is not: declared and streamed', async (t) => {
-  const app = Fastify({ ajv: ajvOptions })
-  t.teardown(() => app.close())
-  await app.register(exactJson)
+  const app = await bare(t)
   app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
   const body = (length: number) => '{"id":1}'.padEnd(length)
-  const send = (payload: string | Readable) =>
-    app.inject({ method: 'POST', url: '/', payload, headers: { 'content-type': 'application/json' } })
   const codes = async (length: number) => [
-    (await send(body(length))).statusCode,
-    (await send(Readable.from([body(length)]))).statusCode,
+    (await send(app, body(length))).statusCode,
+    (await send(app, Readable.from([body(length)]))).statusCode,
   ]
   t.strictSame(await codes(100), [200, 200], 'declared and streamed: exactly bodyLimit')
   t.strictSame(await codes(101), [413, 413], 'declared and streamed: one byte more')
 })
 
 t.test('the parser lets go of the stream once it settles, and a failing stream is a 4xx of the parser', async (t) => {
-  const app = Fastify({ ajv: ajvOptions })
-  t.teardown(() => app.close())
-  await app.register(exactJson)
+  const app = await bare(t)
   const streams: Readable[] = []
   // Past bodyLimit and never ending: only the parser can let go of it.
   const pastLimit = () => {
@@ -222,18 +211,12 @@ t.test('the parser lets go of the stream once it settles, and a failing stream i
     return stream
   })
   app.post('/', { bodyLimit: 100 }, async () => ({ ok: true }))
-  const send = (headers: Record<string, string>) =>
-    app.inject({
-      method: 'POST',
-      url: '/',
-      payload: '{"id":1}',
-      headers: { 'content-type': 'application/json', ...headers },
-    })
-  t.equal((await send({ 'x-kind': 'ok' })).statusCode, 200)
-  t.equal((await send({ 'x-kind': 'large' })).statusCode, 413)
+  const kind = (headers: Record<string, string>) => send(app, '{"id":1}', headers)
+  t.equal((await kind({ 'x-kind': 'ok' })).statusCode, 200)
+  t.equal((await kind({ 'x-kind': 'large' })).statusCode, 413)
   const statuses = []
   for (const status of [undefined, '413', '200', '"413"']) {
-    const response = await send({ 'x-kind': 'failing', ...(status === undefined ? {} : { 'x-status': status }) })
+    const response = await kind({ 'x-kind': 'failing', ...(status === undefined ? {} : { 'x-status': status }) })
     statuses.push([response.statusCode, response.json().message])
   }
   t.strictSame(
@@ -255,9 +238,7 @@ t.test('the parser lets go of the stream once it settles, and a failing stream i
 })
 
 t.test("a preParsing stream's text chunks and receivedEncodedLength count as Fastify counts them", async (t) => {
-  const app = Fastify({ ajv: ajvOptions })
-  t.teardown(() => app.close())
-  await app.register(exactJson)
+  const app = await bare(t)
   // As a decoding stream does: text out, and the length it read from the client.
   app.addHook('preParsing', async (request) =>
     Object.assign(Readable.from(['{"id":', '9007199254740993}']), {
@@ -267,17 +248,15 @@ t.test("a preParsing stream's text chunks and receivedEncodedLength count as Fas
   app.post('/', { bodyLimit: 100, schema: { body: { type: 'object', properties: { id: int64 } } } }, (request) =>
     stringify(request.body),
   )
-  const send = (encodedLength: number, payload = '{"id":1}') =>
-    app.inject({
-      method: 'POST',
-      url: '/',
-      payload,
-      headers: { 'content-type': 'application/json', 'x-encoded-length': String(encodedLength) },
-    })
-  t.strictSame([(await send(8)).statusCode, (await send(8)).body], [200, '{"id":9007199254740993}'])
-  t.equal((await send(9)).json().code, 'FST_ERR_CTP_INVALID_CONTENT_LENGTH', 'the encoded length is the one declared')
-  t.equal((await send(101)).json().code, 'FST_ERR_CTP_BODY_TOO_LARGE', 'the encoded length is held to bodyLimit')
-  t.equal((await send(100, '{"id":1}'.padEnd(100))).statusCode, 200, 'an encoded length of exactly bodyLimit')
+  const encoded = (length: number, payload = '{"id":1}') => send(app, payload, { 'x-encoded-length': String(length) })
+  t.strictSame([(await encoded(8)).statusCode, (await encoded(8)).body], [200, '{"id":9007199254740993}'])
+  t.equal(
+    (await encoded(9)).json().code,
+    'FST_ERR_CTP_INVALID_CONTENT_LENGTH',
+    'the encoded length is the one declared',
+  )
+  t.equal((await encoded(101)).json().code, 'FST_ERR_CTP_BODY_TOO_LARGE', 'the encoded length is held to bodyLimit')
+  t.equal((await encoded(100, '{"id":1}'.padEnd(100))).statusCode, 200, 'an encoded length of exactly bodyLimit')
 })
 
 t.test(
@@ -300,35 +279,17 @@ t.test(
 t.test(
   "it replaces Fastify's JSON parser; with onlyJson other media types are 415, without they are read",
   async (t) => {
-    const app = Fastify()
-    t.teardown(() => app.close())
-    await app.register(exactJson, { onlyJson: true })
+    const app = await bare(t, { onlyJson: true })
     app.post('/', async (request) => ({ type: typeof (request.body as { id: unknown }).id }))
-    const response = await app.inject({
-      method: 'POST',
-      url: '/',
-      payload: '{"id":9007199254740993}',
-      headers: { 'content-type': 'application/json' },
-    })
+    const response = await send(app, '{"id":9007199254740993}')
     t.strictSame(response.json(), { type: 'number' }, 'no schema: validated as the nearest double')
-    const plain = await app.inject({
-      method: 'POST',
-      url: '/',
-      payload: 'x',
-      headers: { 'content-type': 'text/plain' },
-    })
-    t.equal(plain.statusCode, 415)
+    const text = { 'content-type': 'text/plain' }
+    t.equal((await send(app, 'x', text)).statusCode, 415)
     t.ok(app.hasPlugin('exact-json'), 'named, for the dependencies of other plugins')
     t.strictSame(Reflect.get(exactJson, Symbol.for('plugin-meta')), { name: 'exact-json', fastify: '5.x' })
 
-    const withText = Fastify()
-    t.teardown(() => withText.close())
-    await withText.register(exactJson)
+    const withText = await bare(t)
     withText.post('/', async (request) => request.body)
-    t.equal(
-      (await withText.inject({ method: 'POST', url: '/', payload: 'x', headers: { 'content-type': 'text/plain' } }))
-        .body,
-      'x',
-    )
+    t.equal((await send(withText, 'x', text)).body, 'x')
   },
 )

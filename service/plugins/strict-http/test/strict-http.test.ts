@@ -9,26 +9,22 @@ import { once } from 'node:events'
 import type { IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
-import Fastify, { type FastifyInstance } from 'fastify'
+import Fastify from 'fastify'
 import t, { type Test } from 'tap'
 import strictHttp, { frameworkErrors, type StrictHttpOptions, toErrorResponse } from '../index.ts'
 
 /** A bare app with the plugin and a few routes; its log lines in `lines`. */
-async function bareApp(
-  t: Test,
-  options: StrictHttpOptions = {},
-): Promise<{ app: FastifyInstance; port: number; lines: Array<Record<string, unknown>> }> {
+async function bareApp(t: Test, options: StrictHttpOptions = {}) {
   const lines: Array<Record<string, unknown>> = []
   const stream = new Writable({
     write(chunk: Buffer, _encoding, done) {
-      for (const line of chunk.toString().split('\n').filter(Boolean))
-        lines.push(JSON.parse(line) as Record<string, unknown>)
+      for (const line of chunk.toString().split('\n')) if (line) lines.push(JSON.parse(line) as (typeof lines)[0])
       done()
     },
   })
   const app = Fastify({ logger: { level: 'info', stream }, frameworkErrors, http: { requireHostHeader: false } })
   await app.register(strictHttp, options)
-  app.get('/things/:id', async (request) => ({ id: (request.params as { id: string }).id }))
+  app.get('/things/:id', async ({ params }) => params)
   app.delete('/things/:id', async () => ({ deleted: true }))
   app.get('/things/:id', { constraints: { version: '2.0.0' } }, async () => ({ version: 2 }))
   app.post('/echo', async (request) => request.body)
@@ -62,16 +58,21 @@ async function bareApp(
   return { app, port: Number(new URL(url).port), lines }
 }
 
+/** A connection to `port`, its errors ignored, once connected. */
+async function open(port: number) {
+  const socket = connect(port, '127.0.0.1').on('error', () => {})
+  await once(socket, 'connect')
+  return socket
+}
+
 /** Writes `text` (each part 50 ms after the last) on a new connection; reads until closed or `done` holds. */
 async function raw(
   port: number,
   text: string | string[],
   done: (received: string) => boolean = () => false,
   waitMs = 5000,
-): Promise<{ received: string; closed: boolean }> {
-  const socket = connect(port, '127.0.0.1')
-  socket.on('error', () => {})
-  await once(socket, 'connect')
+) {
+  const socket = await open(port)
   let received = ''
   let closed = false
   await new Promise<void>((resolve) => {
@@ -97,6 +98,8 @@ const ECHO = 'POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r
 const INVITED = 'POST /invited HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n'
 const STREAM = 'POST /stream HTTP/1.1\r\nHost: x\r\nContent-Type: text/x-stream\r\nTransfer-Encoding: chunked\r\n\r\n'
 const get = (path: string, headers = '') => `GET ${path} HTTP/1.1\r\nHost: x\r\n${headers}\r\n`
+const CLOSE = 'Connection: close\r\n'
+const OK = /^HTTP\/1\.1 200 /
 const bodyOf = (received: string) =>
   JSON.parse(received.slice(received.lastIndexOf('\r\n\r\n') + 4)) as Record<string, unknown>
 
@@ -122,7 +125,7 @@ t.test('405 with Allow for a known path and another method, HEAD where GET is, b
   const { app, port } = await bareApp(t)
   for (const method of ['POST', 'PUT', 'PATCH', 'OPTIONS', 'PROPFIND'] as const) {
     const response = await app.inject({
-      method: method as 'POST',
+      method,
       url: '/things/7',
       payload: 'x',
       headers: { 'content-type': 'text/plain' },
@@ -156,29 +159,16 @@ t.test(
         (line) => line.msg === 'request failed' && (line.err as { message: string }).message === 'a secret cause',
       ),
     )
-    t.equal(
-      (
-        await app.inject({
-          method: 'POST',
-          url: '/echo',
-          payload: '{',
-          headers: { 'content-type': 'application/json' },
-        })
-      ).statusCode,
-      400,
-    )
-    t.strictSame(toErrorResponse({ status: 418 }), {
-      statusCode: 418,
-      headers: {},
-      message: "I'm a Teapot",
-      internal: false,
-    })
-    t.strictSame(toErrorResponse({ statusCode: 400, headers: 'no' }), {
-      statusCode: 400,
-      headers: {},
-      message: 'Bad Request',
-      internal: false,
-    })
+    const echo = {
+      method: 'POST',
+      url: '/echo',
+      payload: '{',
+      headers: { 'content-type': 'application/json' },
+    } as const
+    t.equal((await app.inject(echo)).statusCode, 400)
+    const plain = (statusCode: number, message: string) => ({ statusCode, headers: {}, message, internal: false })
+    t.strictSame(toErrorResponse({ status: 418 }), plain(418, "I'm a Teapot"))
+    t.strictSame(toErrorResponse({ statusCode: 400, headers: 'no' }), plain(400, 'Bad Request'))
     t.equal(toErrorResponse({ code: 42 }).statusCode, 500)
     t.equal(toErrorResponse(null).statusCode, 500)
     t.equal(
@@ -199,9 +189,9 @@ t.test('Host, Expect and CONNECT', async (t) => {
   const noHost = await raw(port, 'GET /things/1 HTTP/1.1\r\n\r\n')
   t.match(noHost.received, /^HTTP\/1\.1 400 /)
   t.match(bodyOf(noHost.received).message, /Host/)
-  t.match((await raw(port, 'GET /things/1 HTTP/1.0\r\n\r\n')).received, /^HTTP\/1\.1 200 /, 'HTTP/1.0 needs none')
+  t.match((await raw(port, 'GET /things/1 HTTP/1.0\r\n\r\n')).received, OK, 'HTTP/1.0 needs none')
   const other = await raw(port, get('/things/1', 'Expect: a-miracle\r\n'), (text) => text.endsWith('}'))
-  t.match(other.received, /^HTTP\/1\.1 200 /, 'another expectation is ignored')
+  t.match(other.received, OK, 'another expectation is ignored')
   const left = await raw(port, `${ECHO}Content-Length: 2\r\nExpect: 100-continue\r\n\r\n`, () => false, 500)
   t.equal(left.received, '', "no 100 Continue of Node's before the app accepts the request")
   const invited = await raw(port, `${INVITED}Content-Length: 2\r\nExpect: 100-continue\r\n\r\n`, (text) =>
@@ -244,10 +234,7 @@ t.test(
 )
 
 t.test('an answer that is never read does not hold the connection past lingerMs', async (t) => {
-  const { port } = await bareApp(t, { lingerMs: 300 })
-  const socket = connect(port, '127.0.0.1')
-  socket.on('error', () => {})
-  await once(socket, 'connect')
+  const socket = await open((await bareApp(t, { lingerMs: 300 })).port)
   socket.pause()
   socket.write(`${STREAM}1\r\na\r\n`)
   await new Promise((resolve) => setTimeout(resolve, 50))
@@ -294,52 +281,43 @@ t.test('at maxConnections, the longest idle connection is closed so a new client
   t.teardown(() => sockets.forEach((socket) => socket.destroy()))
   const closed = [false, false, false]
   for (let index = 0; index < 3; index++) {
-    const socket = connect(port, '127.0.0.1')
-    socket.on('error', () => {})
+    const socket = await open(port)
     socket.on('close', () => (closed[index] = true))
-    await once(socket, 'connect')
     sockets.push(socket)
     socket.write(get('/things/1'))
     await once(socket, 'data')
   }
   // Served again, the first is now the latest idle: the second has been idle longest, and the newcomer is the fourth.
-  const [first] = sockets
-  if (first === undefined) throw new Error('no connection')
+  const first = sockets[0]!
   first.write(get('/things/2'))
   await once(first, 'data')
-  const next = await raw(port, get('/things/9', 'Connection: close\r\n'))
-  t.match(next.received, /^HTTP\/1\.1 200 /, 'the newcomer is served')
+  t.match((await raw(port, get('/things/9', CLOSE))).received, OK, 'the newcomer is served')
   t.strictSame(closed, [false, true, false], 'the longest idle was closed, and only it')
-  const fresh = await raw(port, get('/things/10', 'Connection: close\r\n'))
-  t.match(fresh.received, /^HTTP\/1\.1 200 /)
+  t.match((await raw(port, get('/things/10', CLOSE))).received, OK)
   t.equal(app.server.maxConnections, 4)
   const { port: single } = await bareApp(t, { maxConnections: 1 })
-  t.match(
-    (await raw(single, get('/things/1', 'Connection: close\r\n'))).received,
-    /^HTTP\/1\.1 200 /,
-    'none idle: none closed',
-  )
+  t.match((await raw(single, get('/things/1', CLOSE))).received, OK, 'none idle: none closed')
 })
 
 t.test('a connection error on a socket the plugin did not see, and a reset, are handled', async (t) => {
   const { app, port, lines } = await bareApp(t)
-  const client = connect(port, '127.0.0.1')
-  const [server] = (await once(app.server, 'connection')) as [Socket]
-  let text = ''
-  client.on('data', (chunk: Buffer) => (text += chunk.toString()))
-  const stranger = new (server.constructor as typeof Socket)()
-  app.server.emit('clientError', Object.assign(new Error('odd'), { code: 'EODD' }), stranger)
-  app.server.emit('clientError', Object.assign(new Error('reset'), { code: 'ECONNRESET' }), server)
-  await once(client, 'close')
-  t.equal(text, '', 'a reset peer hears nothing')
-  const twice = connect(port, '127.0.0.1')
-  const [other] = (await once(app.server, 'connection')) as [Socket]
-  let answers = ''
-  twice.on('data', (chunk: Buffer) => (answers += chunk.toString()))
-  for (const code of ['EODD', 'EODDER'])
-    app.server.emit('clientError', Object.assign(new Error('odd'), { code }), other)
-  await once(twice, 'close')
-  t.equal(answers.split('HTTP/1.1 500').length, 2, 'one answer per connection')
+  const fail = (code: string, socket: Socket) =>
+    app.server.emit('clientError', Object.assign(new Error(code), { code }), socket)
+  /** A client and its server side, and what the client hears until closed. */
+  const client = async () => {
+    const socket = connect(port, '127.0.0.1')
+    const [server] = (await once(app.server, 'connection')) as [Socket]
+    let text = ''
+    socket.on('data', (chunk: Buffer) => (text += chunk.toString()))
+    return { server, heard: async () => (await once(socket, 'close'), text) }
+  }
+  const reset = await client()
+  fail('EODD', new (reset.server.constructor as typeof Socket)())
+  fail('ECONNRESET', reset.server)
+  t.equal(await reset.heard(), '', 'a reset peer hears nothing')
+  const twice = await client()
+  for (const code of ['EODD', 'EODDER']) fail(code, twice.server)
+  t.equal((await twice.heard()).split('HTTP/1.1 500').length, 2, 'one answer per connection')
   t.notOk(lines.some((line) => (line.err as { code?: string } | undefined)?.code === 'ECONNRESET'))
   t.ok(lines.some((line) => line.msg === 'connection failed'))
 })
