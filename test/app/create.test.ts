@@ -17,7 +17,7 @@ const store = await freshStore(t)
 const app = await build(t, store)
 
 /** The rows stored under `id` (a decimal string), the id read exactly. */
-async function storedRows(id: string): Promise<Row[]> {
+async function storedRows(id: string) {
   if (store.databaseUrl !== undefined)
     return query<Row>(store.databaseUrl, 'select id::text as id, name, tag from plant where id = $1::bigint', [id])
   const db = await sqliteFile(join(store.dataDir, SQLITE_FILE))

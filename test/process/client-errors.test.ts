@@ -2,9 +2,18 @@
 import { once } from 'node:events'
 import type { Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { listen, logSink, TOKEN } from '../helpers/app.ts'
+import { JSON_HEADERS, listen, logSink } from '../helpers/app.ts'
 import { assertErrorBody, contractViolations } from '../helpers/contract.ts'
-import { connected, exchange, gather, open, type RawResponse, requestHead, wholeRequest } from '../helpers/raw-http.ts'
+import {
+  connected,
+  exchange,
+  gather,
+  headerLines,
+  open,
+  type RawResponse,
+  requestHead,
+  wholeRequest,
+} from '../helpers/raw-http.ts'
 
 const { logger, lines } = logSink()
 const { app, url } = await listen(t, {}, logger)
@@ -23,8 +32,7 @@ function rejected(t: Test, response: RawResponse, status: number, logs: Array<Re
   t.ok(logged, 'logged with the request id')
 }
 
-const AUTHORIZED = { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }
-const POST = requestHead('POST', '/plants', AUTHORIZED)
+const POST = requestHead('POST', '/plants', JSON_HEADERS)
 
 /** What llhttp refuses, and the status if not 400. */
 const parserErrors: Array<[string, string, number?]> = [
@@ -101,9 +109,7 @@ t.test(
   'an HTTP/1.1 request without Host is 400 with the Error body (RFC 9112 §3.2); HTTP/1.0 needs none',
   async (t) => {
     const body = '{"id":1,"name":"Fern"}'
-    const headers =
-      `Authorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n` +
-      `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n`
+    const headers = `${headerLines({ ...JSON_HEADERS, 'Content-Length': `${body.length}`, Connection: 'close' })}\r\n`
     const response = await exchange({ url }, `POST /plants HTTP/1.1\r\n${headers}${body}`)
     rejected(t, response, 400, lines)
     t.match(JSON.parse(response.body), { message: /Host/ })
@@ -120,7 +126,7 @@ t.test('a malformed percent-encoding in the path (FST_ERR_BAD_URL) is 400 with t
 t.test('an expectation other than 100-continue is ignored, as the gateway does (RFC 9110 §10.1.1)', async (t) => {
   const response = await exchange(
     { url },
-    wholeRequest('POST', '/plants', { ...AUTHORIZED, Expect: 'a-miracle' }, '{"id":2,"name":"Fern"}'),
+    wholeRequest('POST', '/plants', { ...JSON_HEADERS, Expect: 'a-miracle' }, '{"id":2,"name":"Fern"}'),
   )
   t.equal(response.statusCode, 200)
   t.strictSame(JSON.parse(response.body), { name: 'Fern' })
@@ -164,7 +170,7 @@ t.test(
         t.equal(JSON.parse(rest.slice(rest.indexOf('\r\n\r\n') + 4)).error, status, `${what}: its Error body`)
       }
     }
-    const stored = await exchange({ url }, wholeRequest('POST', '/plants', AUTHORIZED, '{"id":31,"name":"Ivy"}'))
+    const stored = await exchange({ url }, wholeRequest('POST', '/plants', JSON_HEADERS, '{"id":31,"name":"Ivy"}'))
     t.equal(stored.statusCode, 409, 'the create answered 200 is stored')
   },
 )
