@@ -19,6 +19,11 @@ export default tseslint.config(
     },
   },
   {
+    // Prettier wraps at 120 but leaves a long string or comment whole; in service/ none may pass 120.
+    files: ['service/**/*.ts'],
+    rules: { 'max-len': ['error', { code: 120 }] },
+  },
+  {
     // tap's t.test() returns a promise that tap itself awaits and reports.
     files: ['test/**/*.ts', '**/*.test.ts'],
     rules: { '@typescript-eslint/no-floating-promises': 'off' },

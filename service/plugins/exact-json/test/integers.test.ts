@@ -47,10 +47,9 @@ t.test(
       t.equal(numberOf(literal), Number(literal) + 0, literal)
       t.equal(handedOver(literal), BigInt(Number(literal)), literal)
     }
-    const large =
-      '9007199254740993 9007199254740992 -9007199254740993 9223372036854775807 -9223372036854775808 1152921504606846977'.split(
-        ' ',
-      )
+    const large = '9007199254740993 9007199254740992 -9007199254740993 9223372036854775807 -9223372036854775808'
+      .concat(' 1152921504606846977')
+      .split(' ')
     for (const [literal, exact] of [
       ...large.map((literal) => [literal, BigInt(literal)] as const),
       ['9.007199254740993e15', 2n ** 53n + 1n] as const,
