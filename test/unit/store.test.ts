@@ -11,7 +11,7 @@ import t, { type Test } from 'tap'
 import { openStore } from '../../service/store/database.ts'
 import { PlantRepository } from '../../service/store/plant-repository.ts'
 import { BUSY_TIMEOUT_MS, SQLITE_FILE } from '../../service/store/sqlite.ts'
-import { StoreUnavailableError } from '../../service/store/store.ts'
+import { COMPILED_INSERTS_KEPT, StoreUnavailableError } from '../../service/store/store.ts'
 import { migrateToLatest } from '../../service/store/migrate.ts'
 import { migrations } from '../../service/store/migrations/index.ts'
 import { POSTGRES_URL, sqliteFile, storeOptions } from '../helpers/app.ts'
@@ -220,3 +220,34 @@ t.test('SQLite: past the statements kept, the first prepared are finalized; the 
   }
   await t.resolves(store.close(), 'no statement left unfinalized')
 })
+
+t.test(
+  'past the batch sizes whose insert is kept, the least used is compiled again; every plant stored exactly',
+  async (t) => {
+    const store = await opened(t)
+    await migrateToLatest(store)
+    const repository = new PlantRepository(store)
+    const sizes = [...Array.from({ length: COMPILED_INSERTS_KEPT + 2 }, (_, i) => i + 1), 1, 2, 1]
+    let next = 2n ** 53n
+    const saved = []
+    for (const size of sizes) {
+      const batch = Array.from({ length: size }, () => ({
+        id: ++next,
+        name: `plant ${next}`,
+        tag: size % 2 ? null : 'x',
+      }))
+      const outcomes = await repository.saveAll(batch)
+      if (outcomes.some((outcome) => outcome.status !== 'created')) t.fail(`a batch of ${size} not created`)
+      saved.push(...batch)
+    }
+    const rows = await store.db
+      .selectFrom('plant')
+      .select([sql<string>`cast(id as text)`.as('id'), 'name', 'tag'])
+      .orderBy('id')
+      .execute()
+    t.strictSame(
+      rows,
+      saved.map(({ id, name, tag }) => ({ id: `${id}`, name, tag })),
+    )
+  },
+)
