@@ -1,6 +1,7 @@
 // ESLint flat config: typescript-eslint's recommended type-aware rules for the
 // service, tests and scripts. Generated types and build output are not linted.
 import eslint from '@eslint/js'
+import jsdoc from 'eslint-plugin-jsdoc'
 import tseslint from 'typescript-eslint'
 
 export default tseslint.config(
@@ -22,6 +23,23 @@ export default tseslint.config(
     // Prettier wraps at 120 but leaves a long string or comment whole; in service/ none may pass 120.
     files: ['service/**/*.ts'],
     rules: { 'max-len': ['error', { code: 120 }] },
+  },
+  {
+    // TSDoc on what service/ exports: its functions, classes and their public methods, and its shapes.
+    files: ['service/**/*.ts'],
+    ignores: ['service/**/test/**'],
+    plugins: { jsdoc },
+    rules: {
+      'jsdoc/require-jsdoc': [
+        'error',
+        {
+          publicOnly: true,
+          require: { FunctionDeclaration: true, ClassDeclaration: true, MethodDefinition: true },
+          contexts: ['TSInterfaceDeclaration', 'TSTypeAliasDeclaration'],
+          checkConstructors: false,
+        },
+      ],
+    },
   },
   {
     // tap's t.test() returns a promise that tap itself awaits and reports.

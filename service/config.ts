@@ -40,14 +40,17 @@ type CamelCase<Name extends string> = Name extends `${infer Word}_${infer Rest}`
 
 type CamelCased<T> = { readonly [Name in keyof T as CamelCase<Name & string>]: T[Name] }
 
+/** The service's settings, read once at start from the environment; docs/configuration.md names each. */
 export type Config = CamelCased<Omit<Settings, Interpreted>> & {
   /** A secret. */
   readonly tokens: readonly string[]
+  /** No `PLANT_STORE_TOKENS` was set outside production: the one token was generated for this run. */
   readonly tokenGenerated: boolean
   readonly trustProxy: boolean | string[]
   readonly corsOrigins: readonly string[]
 }
 
+/** A setting the service cannot start with; its message names the variable, never a secret. The server exits 1. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError'
 }

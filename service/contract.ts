@@ -10,6 +10,7 @@ export const CONTRACT_URL = new URL('../openapi.yaml', import.meta.url)
 /** Typed as OpenAPI 3.0 for glue and @fastify/swagger; the 3.1 document fits it in all the service reads. */
 export type OpenApiDocument = OpenAPIV3.Document
 
+/** openapi.yaml read two ways, and as text. */
 export interface Contract {
   /** Integers as JS numbers, for glue, ajv and the service. */
   document: OpenApiDocument
@@ -46,5 +47,7 @@ export function operationMethods(contract: OpenApiDocument): string[] {
   return [...new Set(methods)].sort()
 }
 
+/** The body of `createPlant` (openapi.yaml, `NewPlant`), as generated. */
 export type NewPlant = operations['createPlant']['requestBody']['content']['application/json']
+/** The 200 body of `createPlant` (openapi.yaml, `Plant`), as generated. */
 export type Plant = operations['createPlant']['responses'][200]['content']['application/json']

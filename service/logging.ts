@@ -69,6 +69,10 @@ function redactQuery(query: string): string {
     .join('&')
 }
 
+/**
+ * pino's options: `level` (pino's names), secrets redacted, the request and reply serializers; `pretty` through
+ * pino-pretty.
+ */
 export function loggerOptions(level: string, pretty: boolean): LoggerOptions {
   return {
     level,
@@ -104,8 +108,10 @@ export class RequestLogController extends LogController {
     super({ requestIdLogLabel: 'requestId' })
   }
 
+  /** Nothing: the line is written once the request completes. */
   override incomingRequest(): void {}
 
+  /** `request completed` at info, or `request errored` at error with the error. */
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     if (error)
       reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')

@@ -15,6 +15,7 @@ import { asError } from './errors.ts'
 import type { BatchTracer } from './store/plant-repository.ts'
 import type { Store } from './store/store.ts'
 
+/** OpenTelemetry for one app: spans of requests and of the store's batches. */
 export interface Tracing {
   /** Call before any hook or route is added. */
   register(app: FastifyInstance): Promise<void>

@@ -5,6 +5,7 @@ import type { OperationRequest, ServiceHandlers, SuccessBody } from './handlers.
 import type { Metrics } from '../plugins/metrics.ts'
 import type { GroupCommit, PlantRecord, PlantRepository } from '../store/plant-repository.ts'
 
+/** What the service class is built with (`app.plants` and `app.metrics`). */
 export interface ServiceParts {
   readonly repository: PlantRepository
   /** Where creates go: group commit in front of {@link repository}. */
@@ -12,6 +13,7 @@ export interface ServiceParts {
   readonly metrics: Metrics
 }
 
+/** One method per operationId of openapi.yaml; glue routes each operation to its method. */
 export class PlantService implements ServiceHandlers<operations> {
   protected readonly parts: ServiceParts
 

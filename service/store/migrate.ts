@@ -4,6 +4,7 @@ import { asError } from '../errors.ts'
 import type { Store } from './store.ts'
 import { migrations } from './migrations/index.ts'
 
+/** The store could not be brought to the latest migration; the server exits 1 with its message. */
 export class MigrationError extends Error {
   override readonly name = 'MigrationError'
 }

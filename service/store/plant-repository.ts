@@ -12,6 +12,7 @@ export type SaveOutcome =
   | { readonly status: 'created' | 'replayed'; readonly stored: PlantRecord }
   | { readonly status: 'conflict'; readonly stored: PlantRecord }
 
+/** The plants' repository: one atomic write per batch, the database deciding what is new. */
 export class PlantRepository {
   protected readonly store: Store
 

@@ -12,6 +12,7 @@ interface PlantTable {
   created_at: ColumnType<Date | string, never, never>
 }
 
+/** Kysely's `Database` type: each table by name. */
 export interface StoreSchema {
   plant: PlantTable
 }

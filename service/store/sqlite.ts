@@ -259,6 +259,7 @@ export class SqliteConnection implements DatabaseConnection {
     return connection
   }
 
+  /** Kysely's compiled query, its bigints bound as text. @throws SQLite's error, code kept (`SQLITE_BUSY`, …). */
   async executeQuery<R>({ query, sql, parameters }: CompiledQuery): Promise<QueryResult<R>> {
     const values = parameters.map(bindable)
     if ('returning' in query) {
@@ -271,6 +272,7 @@ export class SqliteConnection implements DatabaseConnection {
     return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastID) }
   }
 
+  /** `begin`: later statements join the transaction until {@link SqliteConnection.end}. */
   async begin(): Promise<void> {
     await this.run('begin', [])
     this.inTransaction = true
@@ -286,6 +288,7 @@ export class SqliteConnection implements DatabaseConnection {
     }
   }
 
+  /** Not supported: Kysely streams only on request, and the service never asks. @throws always. */
   // eslint-disable-next-line require-yield
   async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
     throw new Error('The embedded store does not stream queries')

@@ -25,12 +25,14 @@ export class StoreUnavailableError extends Error {
   override readonly name = 'StoreUnavailableError'
 }
 
+/** A plant as stored; `tag` is `null` when the create had none. */
 export interface PlantRecord {
   readonly id: bigint
   readonly name: string
   readonly tag: string | null
 }
 
+/** A database opened for the repository (`openSqlite`, `openPostgres`). */
 export interface Store {
   /** Its queries reject with {@link StoreUnavailableError} when `isUnavailable` says so of their error. */
   readonly db: Kysely<StoreSchema>

@@ -42,6 +42,7 @@ export function stringify(value: unknown): string {
   return JSON.stringify(value, exactReplacer)
 }
 
+/** The plugin's options (README.md, "Registering it"). */
 export interface ExactJsonOptions {
   /** Remove Fastify's other body parsers, so any other media type, or a body without one, is 415; default false. */
   onlyJson?: boolean

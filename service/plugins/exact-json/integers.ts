@@ -11,6 +11,7 @@ const OUT_OF_INT64 = 2 ** 63 + 2048
 /** A holder's exact values of members validated as rounded numbers; validation skips symbols. */
 export const EXACT = Symbol('exact int64 values')
 
+/** An object or array of a parsed body or of parameters, with the exact values of its int64 members. */
 export type Holder = Record<string, unknown> & { [EXACT]?: Map<string, bigint> }
 
 /** An object or an array: its members read and replaced by name. */

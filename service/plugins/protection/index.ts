@@ -29,6 +29,7 @@ const API_SECURITY_HEADERS = {
   'strict-transport-security': 'max-age=31536000; includeSubDomains',
 } as const
 
+/** The settings the protection plugin reads (README.md, "Options"). */
 export type ProtectionConfig = Pick<
   Config,
   | 'rateLimitMax'

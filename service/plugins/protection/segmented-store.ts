@@ -54,6 +54,7 @@ export class SegmentedStore {
     return this
   }
 
+  /** Keys held, in both segments. */
   get size(): number {
     return this.probationary.size + this.protectedKeys.size
   }

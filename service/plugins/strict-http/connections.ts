@@ -8,6 +8,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 
+/** The limits each connection is held to. */
 export interface ConnectionLimits {
   /** Most open connections (`server.maxConnections`); at the cap the longest idle one is closed for a newcomer. */
   maxConnections: number

@@ -17,6 +17,7 @@ declare module 'fastify' {
   }
 }
 
+/** The plugin's options (README.md, "Options"); each has a default. */
 export interface StrictHttpOptions {
   /** The body of every error answer; default `{ statusCode, error, message }`. */
   errorBody?: ErrorBody

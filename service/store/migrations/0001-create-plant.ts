@@ -1,6 +1,7 @@
 /** Table `plant`, the same on SQLite and PostgreSQL. @module */
 import { type Kysely, sql } from 'kysely'
 
+/** Creates `plant`: the id the primary key, `created_at` set by the database. */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
     .createTable('plant')
@@ -11,6 +12,7 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .execute()
 }
 
+/** Drops `plant` and every plant in it. */
 export async function down(db: Kysely<unknown>): Promise<void> {
   await db.schema.dropTable('plant').execute()
 }
