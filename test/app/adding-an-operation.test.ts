@@ -174,6 +174,11 @@ t.test("npm run lint:contract (Redocly's recommended rules) passes on the copy's
   passes(t, process.execPath, join(ROOT, 'node_modules/@redocly/cli/bin/cli.js'), 'lint', 'openapi.yaml'),
 )
 
+t.test('ESLint passes on the TypeScript files the page changes, TSDoc included', (t) => {
+  const sources = listed.filter((file) => file.endsWith('.ts') && !file.startsWith('service/generated/'))
+  return passes(t, process.execPath, join(ROOT, 'node_modules/eslint/bin/eslint.js'), ...sources)
+})
+
 t.test('npm run test:checks passes on the copy: generated files fresh, no client broken', (t) =>
   passes(t, 'npm', 'run', '--silent', 'test:checks'),
 )
