@@ -55,7 +55,7 @@ const idText = sql<string>`cast(id as text)`.as('id')
  */
 const compiledInserts = new WeakMap<Kysely<StoreSchema>, Map<number, CompiledQuery<{ id: string }>>>()
 
-/** Sizes kept per database, the last used: a steady load's sizes, not every size a burst made (about 220 B a plant). */
+/** Sizes kept per database, the last used: a steady load's sizes, not every size a burst made (docs/benchmarks.md). */
 export const COMPILED_INSERTS_KEPT = 64
 
 /** The insert of `plants`: the kept text of its size, bound row after row, column after column, as `values` binds. */
