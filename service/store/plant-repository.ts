@@ -34,7 +34,7 @@ export class PlantRepository {
     })
     // One lock order, else batches sharing ids deadlock.
     const candidates = [...firstById.values()].sort((a, b) => (a.id < b.id ? -1 : 1))
-    const existing = await insertNew(this.store.db, candidates)
+    const existing = await insertNew(this.store, candidates)
     const answered = new Set<bigint>()
     return entries.map(({ plant, first }) => {
       const before = existing.get(plant.id)

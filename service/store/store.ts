@@ -3,7 +3,17 @@
  * dialect's "unavailable" errors into {@link StoreUnavailableError}.
  * @module
  */
-import { type CompiledQuery, type DatabaseConnection, type Dialect, type Driver, type Kysely, sql } from 'kysely'
+import {
+  type Compilable,
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type InsertQueryBuilder,
+  type InsertResult,
+  type Kysely,
+  sql,
+} from 'kysely'
 import type { Config } from '../config.ts'
 import type { StoreSchema } from './schema.ts'
 
@@ -49,50 +59,81 @@ export interface Store {
 /** A plant's id as its decimal text: SQLite would read it as a JS number, exact only up to 2^53. */
 const idText = sql<string>`cast(id as text)`.as('id')
 
-/**
- * Each database's compiled insert, by the batch's size: its text depends on the size alone, and Kysely's building and
- * compiling it anew is work per plant (a node per value). Kysely's recipe "Splitting query building and execution".
- */
-const compiledInserts = new WeakMap<Kysely<StoreSchema>, Map<number, CompiledQuery<{ id: string }>>>()
+/** Compiled queries of one kind, per database, by the batch's size. */
+type KeptQueries<R> = WeakMap<Kysely<StoreSchema>, Map<number, CompiledQuery<R>>>
 
-/** Sizes kept per database, the last used: a steady load's sizes, not every size a burst made (docs/benchmarks.md). */
+/**
+ * The inserts compiled so far, by kind: their text depends on the batch's size alone, and Kysely's building and
+ * compiling one anew is work per plant (a node per value). Kysely's recipe "Splitting query building and execution".
+ */
+const plainInserts: KeptQueries<InsertResult> = new WeakMap()
+const insertsSkippingStored: KeptQueries<{ id: string }> = new WeakMap()
+
+/**
+ * Sizes kept per database and kind, the last used: a steady load's sizes, not every size a burst made
+ * (docs/benchmarks.md).
+ */
 export const COMPILED_INSERTS_KEPT = 64
 
-/** The insert of `plants`: the kept text of its size, bound row after row, column after column, as `values` binds. */
-function compiledInsert(db: Kysely<StoreSchema>, plants: readonly PlantRecord[]): CompiledQuery<{ id: string }> {
-  let bySize = compiledInserts.get(db)
-  if (bySize === undefined) compiledInserts.set(db, (bySize = new Map()))
-  let compiled = bySize.get(plants.length)
-  if (compiled === undefined) {
-    const row = { id: 0n, name: '', tag: '' }
-    compiled = db
-      .insertInto('plant')
-      .values(plants.map(() => row))
-      .onConflict((conflict) => conflict.column('id').doNothing())
-      .returning(idText)
-      .compile()
-  }
+/** `db`'s query of `size` in `queries`, compiled by `build` on first use; the least recently used past the limit go. */
+function kept<R>(queries: KeptQueries<R>, db: Kysely<StoreSchema>, size: number, build: () => CompiledQuery<R>) {
+  let bySize = queries.get(db)
+  if (bySize === undefined) queries.set(db, (bySize = new Map()))
+  const compiled = bySize.get(size) ?? build()
   // Last used last: a Map keeps insertion order, so the first is the least recently used.
-  bySize.delete(plants.length)
-  bySize.set(plants.length, compiled)
+  bySize.delete(size)
+  bySize.set(size, compiled)
   for (const oldest of bySize.keys()) {
     if (bySize.size <= COMPILED_INSERTS_KEPT) break
     bySize.delete(oldest)
   }
+  return compiled
+}
+
+/** The insert of `plants`, as `build` gives it for their number, bound row after row, column after column. */
+function insertOf<R>(
+  db: Kysely<StoreSchema>,
+  plants: readonly PlantRecord[],
+  queries: KeptQueries<R>,
+  build: (insert: InsertQueryBuilder<StoreSchema, 'plant', InsertResult>) => Compilable<R>,
+): CompiledQuery<R> {
+  const row = { id: 0n, name: '', tag: '' }
+  const compiled = kept(queries, db, plants.length, () =>
+    build(db.insertInto('plant').values(plants.map(() => row))).compile(),
+  )
   return { ...compiled, parameters: plants.flatMap(({ id, name, tag }) => [id, name, tag]) }
 }
 
 /**
  * Stores each of `plants` (distinct ids, in ascending order: one lock order) whose id is not stored yet, in one
- * atomic write (`INSERT … ON CONFLICT DO NOTHING RETURNING`), durable when it resolves, on either database.
+ * atomic write, durable when it resolves, on either database.
+ *
+ * On SQLite the batch is first inserted as it is: when every id is new, as creates mostly are, that statement is all
+ * it takes, and it returns no rows. A stored id fails it whole, SQLite undoing what it had inserted
+ * (sqlite.org/lang_conflict.html, ABORT), and the batch goes again as on PostgreSQL:
+ * `INSERT … ON CONFLICT DO NOTHING RETURNING` the ids it inserted. PostgreSQL always goes that way: a failed insert
+ * there leaves the rows it had written as dead tuples, and its log an error for each retried create.
  * @returns the rows already stored under the others' ids, read back without a transaction (a row never changes).
  * @throws {StoreUnavailableError} when unreachable or overloaded; else the write's own error, nothing stored.
  */
 export async function insertNew(
-  db: Kysely<StoreSchema>,
+  { db, dialect }: Pick<Store, 'db' | 'dialect'>,
   plants: readonly PlantRecord[],
 ): Promise<ReadonlyMap<bigint, PlantRecord>> {
-  const { rows: inserted } = await db.executeQuery(compiledInsert(db, plants))
+  if (dialect === 'sqlite') {
+    try {
+      await db.executeQuery(insertOf(db, plants, plainInserts, (insert) => insert))
+      return new Map()
+    } catch (error) {
+      // Any other constraint fails the next statement too.
+      if (!(error instanceof Error && 'code' in error && error.code === 'SQLITE_CONSTRAINT')) throw error
+    }
+  }
+  const { rows: inserted } = await db.executeQuery(
+    insertOf(db, plants, insertsSkippingStored, (insert) =>
+      insert.onConflict((conflict) => conflict.column('id').doNothing()).returning(idText),
+    ),
+  )
   const insertedIds = new Set(inserted.map((row) => BigInt(row.id)))
   const others = plants.filter((plant) => !insertedIds.has(plant.id)).map((plant) => plant.id)
   const rows =

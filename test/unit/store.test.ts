@@ -222,6 +222,32 @@ t.test('SQLite: past the statements kept, the first prepared are finalized; the 
 })
 
 t.test(
+  'a batch with stored ids among new ones: each new plant created once, each stored one replayed or refused',
+  async (t) => {
+    const store = await opened(t)
+    await migrateToLatest(store)
+    const repository = new PlantRepository(store)
+    const plant = (n: bigint, name: string) => ({ id: 2n ** 53n + n, name, tag: null })
+    await repository.saveAll([plant(2n, 'two'), plant(4n, 'four')])
+    // New ids before and after the stored ones: a first try that fails must leave none of them stored.
+    const batch = [plant(1n, 'one'), plant(2n, 'two'), plant(3n, 'three'), plant(4n, 'other'), plant(5n, 'five')]
+    t.same(
+      (await repository.saveAll(batch)).map(({ status, stored }) => `${status} ${stored.name}`),
+      ['created one', 'replayed two', 'created three', 'conflict four', 'created five'],
+    )
+    const rows = await store.db
+      .selectFrom('plant')
+      .select([sql<string>`cast(id as text)`.as('id'), 'name'])
+      .orderBy('id')
+      .execute()
+    t.same(
+      rows.map(({ id, name }) => `${BigInt(id) - 2n ** 53n} ${name}`),
+      ['1 one', '2 two', '3 three', '4 four', '5 five'],
+    )
+  },
+)
+
+t.test(
   'past the batch sizes whose insert is kept, the least used is compiled again; every plant stored exactly',
   async (t) => {
     const store = await opened(t)
