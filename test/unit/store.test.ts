@@ -23,6 +23,13 @@ async function opened(t: Test, dataDir = t.testdir(), databaseUrl?: string) {
   return store
 }
 
+/** A migrated store on a directory of its own, and the plants' repository on it. */
+async function repositoryOf(t: Test) {
+  const store = await opened(t)
+  await migrateToLatest(store)
+  return { store, repository: new PlantRepository(store) }
+}
+
 /** A rejection's reason, as the value. */
 const caught = (error: unknown) => error
 
@@ -224,9 +231,7 @@ t.test('SQLite: past the statements kept, the first prepared are finalized; the 
 t.test(
   'a batch with stored ids among new ones: each new plant created once, each stored one replayed or refused',
   async (t) => {
-    const store = await opened(t)
-    await migrateToLatest(store)
-    const repository = new PlantRepository(store)
+    const { store, repository } = await repositoryOf(t)
     const plant = (n: bigint, name: string) => ({ id: 2n ** 53n + n, name, tag: null })
     await repository.saveAll([plant(2n, 'two'), plant(4n, 'four')])
     // New ids before and after the stored ones: a first try that fails must leave none of them stored.
@@ -250,9 +255,7 @@ t.test(
 t.test(
   'past the batch sizes whose insert is kept, the least used is compiled again; every plant stored exactly',
   async (t) => {
-    const store = await opened(t)
-    await migrateToLatest(store)
-    const repository = new PlantRepository(store)
+    const { store, repository } = await repositoryOf(t)
     const sizes = [...Array.from({ length: COMPILED_INSERTS_KEPT + 2 }, (_, i) => i + 1), 1, 2, 1]
     let next = 2n ** 53n
     const saved = []
