@@ -129,6 +129,7 @@ export async function openSqlite(options: StoreOptions): Promise<Store> {
     db,
     dialect: 'sqlite',
     isUnavailable,
+    isConstraintFailure: (error) => codeOf(error) === 'SQLITE_CONSTRAINT',
     ping: async () => {
       await sql`select 1`.execute(db)
       await disk.check()

@@ -49,6 +49,11 @@ export interface Store {
   readonly dialect: 'sqlite' | 'postgres'
   /** A retry may succeed: {@link StoreUnavailableError}, or a database error that {@link Store.db} turns into one. */
   isUnavailable(error: unknown): boolean
+  /**
+   * Present where a failed statement is undone whole and cheaply (SQLite): {@link insertNew} then first inserts a
+   * batch as it is, and a failure this accepts (a stored id, or another constraint) sends it the second way.
+   */
+  readonly isConstraintFailure?: (error: unknown) => boolean
   /** Rejects while the embedded store's disk cannot take a write. */
   ping(): Promise<void>
   /** So schemas of one PostgreSQL database migrate apart. */
@@ -110,23 +115,23 @@ function insertOf<R>(
  *
  * On SQLite the batch is first inserted as it is: when every id is new, as creates mostly are, that statement is all
  * it takes, and it returns no rows. A stored id fails it whole, SQLite undoing what it had inserted
- * (sqlite.org/lang_conflict.html, ABORT), and the batch goes again as on PostgreSQL:
- * `INSERT … ON CONFLICT DO NOTHING RETURNING` the ids it inserted. PostgreSQL always goes that way: a failed insert
- * there leaves the rows it had written as dead tuples, and its log an error for each retried create.
+ * (sqlite.org/lang_conflict.html, ABORT), and the batch goes the second way: `INSERT … ON CONFLICT DO NOTHING
+ * RETURNING` the ids it inserted. PostgreSQL goes only that way: a failed insert there leaves the rows it had written
+ * as dead tuples, and writes an error to its log for each retried create.
  * @returns the rows already stored under the others' ids, read back without a transaction (a row never changes).
  * @throws {StoreUnavailableError} when unreachable or overloaded; else the write's own error, nothing stored.
  */
 export async function insertNew(
-  { db, dialect }: Pick<Store, 'db' | 'dialect'>,
+  { db, isConstraintFailure }: Pick<Store, 'db' | 'isConstraintFailure'>,
   plants: readonly PlantRecord[],
 ): Promise<ReadonlyMap<bigint, PlantRecord>> {
-  if (dialect === 'sqlite') {
+  if (isConstraintFailure !== undefined) {
     try {
       await db.executeQuery(insertOf(db, plants, plainInserts, (insert) => insert))
       return new Map()
     } catch (error) {
-      // Any other constraint fails the next statement too.
-      if (!(error instanceof Error && 'code' in error && error.code === 'SQLITE_CONSTRAINT')) throw error
+      // Any other constraint fails the second way too.
+      if (!isConstraintFailure(error)) throw error
     }
   }
   const { rows: inserted } = await db.executeQuery(
