@@ -93,7 +93,10 @@ export function parseWrk(output: string, firstId: bigint, idCount: bigint): Load
   }
 }
 
-/** Runs wrk (one thread, after the `pin` command) against `<url>/plants`. @throws when it fails. */
+/**
+ * Runs wrk (one thread, after the `pin` command) against `<url>/plants`; a request unanswered in `timeoutS` is an
+ * error. @throws when it fails.
+ */
 export async function runLoad(
   url: string,
   token: string,
@@ -101,10 +104,11 @@ export async function runLoad(
   connections: number,
   seconds: number,
   pin: string[],
+  timeoutS = 10,
 ) {
   const first = ids.reserve(IDS_PER_RUN)
   const script = fileURLToPath(new URL('../../bench/post-plants.lua', import.meta.url))
-  const args = [`-t1`, `-c${connections}`, `-d${seconds}s`, '--timeout', '10s', '-s', script, url]
+  const args = [`-t1`, `-c${connections}`, `-d${seconds}s`, '--timeout', `${timeoutS}s`, '-s', script, url]
   args.push('--', String(ids.base / OFFSETS), String(first), EXPECTED_BODY)
   const command = [...pin, 'wrk', ...args]
   // The token goes in the environment: an argument would show in `ps`.

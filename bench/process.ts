@@ -17,6 +17,9 @@ export function killAll(): void {
 }
 process.on('exit', killAll)
 
+/** The servers' listening address, also their `HOST`. */
+export const SERVER_HOST = '127.0.0.1'
+
 export const TASKSET = ['/usr/bin/taskset', '/bin/taskset'].find((path) => existsSync(path))
 
 /** Pins this process to `core`. @returns true when pinned. */
@@ -26,10 +29,10 @@ export function pinSelf(core: number): boolean {
   return true
 }
 
-/** A free TCP port on 127.0.0.1. */
+/** A free TCP port on {@link SERVER_HOST}. */
 export async function freePort(): Promise<number> {
   const server = createServer()
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '127.0.0.1', resolve))
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, SERVER_HOST, resolve))
   const { port } = server.address() as { port: number }
   await new Promise((resolve) => server.close(resolve))
   return port
@@ -81,8 +84,8 @@ function proc(pid: number, file: string): string | undefined {
 }
 
 /**
- * Starts `node <nodeArgs> <script>` with `env`, PORT and HOST, and probes it every 5 ms until `probe` resolves
- * `undefined` (else why not). @throws when it exits or is not ready in 30 s.
+ * Starts `<wrapper> node <nodeArgs> <script>` with `env`, PORT and HOST, and probes it every 5 ms until `probe`
+ * resolves `undefined` (else why not). @throws when it exits or is not ready in `readyWithinS` (default 30).
  */
 export async function startServer(options: {
   script: string
@@ -91,15 +94,19 @@ export async function startServer(options: {
   env: Readonly<Record<string, string>>
   core: number | undefined
   probe: (url: string) => Promise<string | undefined>
+  /** A command that runs node, such as valgrind's. */
+  wrapper?: readonly string[]
+  readyWithinS?: number
 }): Promise<ServerProcess> {
   const port = await freePort()
-  const url = `http://127.0.0.1:${port}`
+  const url = `http://${SERVER_HOST}:${port}`
   const pin = TASKSET === undefined || options.core === undefined ? [] : [TASKSET, '-c', String(options.core)]
-  const command = [...pin, process.execPath, ...options.nodeArgs, options.script]
+  const command = [...pin, ...(options.wrapper ?? []), process.execPath, ...options.nodeArgs, options.script]
+  const readyWithinS = options.readyWithinS ?? 30
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp', ...options.env }
   const started = performance.now()
   const child = spawn(command[0]!, command.slice(1), {
-    env: { ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { ...env, PORT: String(port), HOST: SERVER_HOST },
     cwd: options.cwd,
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -123,9 +130,9 @@ export async function startServer(options: {
   let why: string | undefined = 'no probe yet'
   while (why !== undefined) {
     if (!alive()) throw new Error(`exited (code ${child.exitCode}, signal ${child.signalCode}): ${output()}`)
-    if (performance.now() - started > 30_000) {
+    if (performance.now() - started > readyWithinS * 1000) {
       await stop()
-      throw new Error(`not ready after 30 s (last probe: ${why}): ${output()}`)
+      throw new Error(`not ready after ${readyWithinS} s (last probe: ${why}): ${output()}`)
     }
     why = await options.probe(url).catch((error: Error) => error.message)
     if (why !== undefined) await sleep(5)

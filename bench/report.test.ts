@@ -7,6 +7,7 @@ import { meanBatch, parseScrape } from './metrics.ts'
 import {
   abVerdicts,
   againstFloor,
+  COUNTED_THRESHOLDS,
   cpuPerRequest,
   DEFAULT_THRESHOLDS,
   faults,
@@ -31,6 +32,7 @@ interface Figures {
   rss?: number
   ready?: number
   stored?: number
+  instructions?: number
 }
 
 /** A measured target: 1,000,000 responses, so `cpuUs` seconds of CPU are `cpuUs` µs per request. */
@@ -56,6 +58,7 @@ function measured(key: TargetKey, f: Figures = {}): TargetResult {
     readyMs: f.ready ?? 500,
     lagP99Ms: f.lag,
     ...(f.stored === undefined ? {} : { storedRows: f.stored }),
+    ...(f.instructions === undefined ? {} : { instructions: f.instructions }),
   }
 }
 
@@ -143,6 +146,42 @@ t.test('A/B: thresholds stated for a run, creates per second and the event loop 
   t.match(report, '| event loop delay p99 under load, working tree ÷ baseline |  | 0.50 (0.50–0.50) | 0.50 |  |')
   t.match(report, '| p99 latency, working tree ÷ baseline | ≤ 0.80 × | 1.00 (1.00–1.00) | 1.00 | **not met** |')
   t.match(report, '| peak RSS, working tree − baseline, MB | ≤ +15 MB | 0.0 (0.0–0.0) | 0.0 | met |')
+})
+
+t.test('counted: instructions per create over the rows stored, judged by the CPU threshold', async (t) => {
+  const counted = parseThresholds(COUNTED_THRESHOLDS)
+  t.same(
+    counted.map(({ key }) => key),
+    ['ins', 'ready'],
+    "under callgrind only the instructions and the ready time (a start without it) compare; CPU's threshold is theirs",
+  )
+  t.equal(counted[0]!.value, parseThresholds(DEFAULT_THRESHOLDS).find(({ key }) => key === 'cpu')!.value)
+  const a = measured('embedded', { instructions: 230e9, stored: 1_000_050 })
+  t.equal(
+    verdict('ins', [[a, measured('baseline', { instructions: 200e9 })]], counted).measured?.median.toFixed(4),
+    '1.1499',
+  )
+  t.equal(
+    verdict('ins', [[a, measured('baseline', { instructions: 200e9, stored: 1_000_050 })]], counted).met,
+    false,
+    'each divided by the creates it served, those in flight at the end included',
+  )
+  t.equal(verdict('ins', [ab({ instructions: 220e9 }, { instructions: 200e9 })], counted).met, true, '1.10')
+  const report = renderResults(
+    new Date(0),
+    { ...SETTINGS, counted: true, baseline: { ref: 'fa9b7d2', how: 'linked' } },
+    [ab({ instructions: 243e9 }, { instructions: 216e9 })],
+    counted,
+  )
+  t.match(report, '**Counted**')
+  t.match(report, /^\| target \|.*\| server instructions per request, thousands \|$/m)
+  t.match(report, /^\| embedded \| 1 of 1 \|.*\| 243\.0 \(243\.0–243\.0\) \|$/m)
+  t.match(
+    report,
+    '| server instructions per create, working tree ÷ baseline | ≤ 1.10 × | 1.13 (1.13–1.13) | 1.13 | **not met** |',
+  )
+  const timed = renderResults(new Date(0), SETTINGS, [ab({}, {})], defaults)
+  t.notMatch(timed, /instructions|Counted/, 'not counted: neither the column nor the A/B row')
 })
 
 t.test('the baseline and the working tree swap places every other round', async (t) => {

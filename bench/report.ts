@@ -49,6 +49,8 @@ export interface TargetResult {
   storedRows?: number
   /** How it ended unasked while measured. */
   exited?: string
+  /** callgrind's count over the measured run (`BENCH_INSTRUCTIONS=on`), with the requests still in flight at its end. */
+  instructions?: number | undefined
 }
 
 export type Rounds = readonly (readonly TargetResult[])[]
@@ -67,11 +69,22 @@ export interface RunSettings {
   minutes: number
   chart: string
   baseline?: { readonly ref: string; readonly how: string } | undefined
+  /** The servers ran under callgrind (`BENCH_INSTRUCTIONS=on`). */
+  counted?: boolean
 }
 
 /** Server CPU per answered request, µs: `utime + stime` (s) ÷ responses; `undefined` without either. */
 export function cpuPerRequest(cpu: CpuTimes | undefined, responses: number | undefined): number | undefined {
   return cpu === undefined || !responses ? undefined : ((cpu.user + cpu.system) * 1e6) / responses
+}
+
+/**
+ * Server instructions per create, thousands: callgrind's count ÷ the rows stored with the run's ids, which include the
+ * requests in flight when wrk stopped (÷ responses where nothing is stored); `undefined` when not counted.
+ */
+export function instructionsPerRequest(result: TargetResult): number | undefined {
+  const requests = result.storedRows ?? result.load?.responses
+  return result.instructions === undefined || !requests ? undefined : result.instructions / requests / 1000
 }
 
 /** `a ÷ b`; `undefined` without both, or when `b` is not positive. */
@@ -108,8 +121,12 @@ export const FIGURES = {
   rss: { heading: 'peak RSS MB', digits: 1, of: (r) => r.peakRssMb },
   ready: { heading: 'ready ms', digits: 0, of: (r) => r.readyMs },
   batch: { heading: 'plants per store transaction', digits: 1, of: (r) => r.meanBatch },
+  ins: { heading: 'server instructions per request, thousands', digits: 1, of: instructionsPerRequest },
 } as const satisfies Record<string, { heading: string; digits: number; of: Of }>
 export type FigureKey = keyof typeof FIGURES
+/** Shown only when some target has it. */
+const counted = (key: FigureKey, results: readonly TargetResult[]) =>
+  key !== 'ins' || results.some((result) => result.instructions !== undefined)
 
 const number = (value: number, digits = 0) =>
   value.toLocaleString('en-US', { minimumFractionDigits: digits, maximumFractionDigits: digits })
@@ -142,7 +159,7 @@ export function overRounds(rounds: Rounds, key: TargetKey, figure: FigureKey): S
 }
 
 /** The A/B figures: working tree ÷ baseline, or − for `rss` and `ready`. */
-export const AB_KEYS = ['cpu', 'rps', 'p99', 'lag', 'rss', 'ready'] as const
+export const AB_KEYS = ['cpu', 'rps', 'p99', 'lag', 'rss', 'ready', 'ins'] as const
 export type AbKey = (typeof AB_KEYS)[number]
 const AB_NAMES: Record<AbKey, string> = {
   cpu: 'server CPU per create, working tree ÷ baseline',
@@ -151,6 +168,7 @@ const AB_NAMES: Record<AbKey, string> = {
   lag: 'event loop delay p99 under load, working tree ÷ baseline',
   rss: 'peak RSS, working tree − baseline, MB',
   ready: 'ready on existing data, working tree − baseline, ms',
+  ins: 'server instructions per create, working tree ÷ baseline',
 }
 const isRatio = (key: AbKey) => key !== 'rss' && key !== 'ready'
 const abFormat = (key: AbKey) => (value: number) =>
@@ -165,6 +183,11 @@ export interface Threshold {
 
 /** The thresholds a refactor must keep (`BENCH_AB_THRESHOLDS` states others). */
 export const DEFAULT_THRESHOLDS = 'cpu<=1.10,p99<=1.25,rss<=15,ready<=150'
+/** Under callgrind only the instructions and the ready time (started without it) compare: the CPU threshold and ready's. */
+export const COUNTED_THRESHOLDS = DEFAULT_THRESHOLDS.split(',')
+  .filter((item) => /^(cpu|ready)/.test(item))
+  .map((item) => item.replace(/^cpu/, 'ins'))
+  .join(',')
 
 /** Parses thresholds such as `p99<=0.80,rps>=1.10,rss<=15` (MB). @throws on anything else. */
 export function parseThresholds(text: string): Threshold[] {
@@ -268,7 +291,7 @@ export function measuredTargets(rounds: Rounds, keys: readonly TargetKey[] = TAR
 }
 
 function resultsSection(rounds: Rounds): string[] {
-  const keys = Object.keys(FIGURES) as FigureKey[]
+  const keys = (Object.keys(FIGURES) as FigureKey[]).filter((key) => counted(key, rounds.flat()))
   const rows = TARGET_KEYS.flatMap((key) => {
     const measured = rounds.filter((round) => byKey(round, key) !== undefined).length
     const any = rounds.flat().find((result) => result.key === key)
@@ -317,11 +340,13 @@ function abSection(rounds: Rounds, settings: RunSettings, thresholds: readonly T
     '',
     '| figure | threshold | median (lowest–highest) | rounds 1, 2, … | verdict |',
     '|---|---|---:|---|---|',
-    ...abVerdicts(rounds, thresholds).map(({ key, perRound: values, measured, threshold, met }) => {
-      const format = abFormat(key)
-      const verdict = threshold === undefined ? '' : met === undefined ? 'not measured' : met ? 'met' : '**not met**'
-      return `| ${AB_NAMES[key]} | ${threshold === undefined ? '' : thresholdText(threshold)} | ${measured === undefined ? 'n/a' : spreadText(measured, format)} | ${values.map((v) => (v === undefined ? '–' : format(v))).join(', ')} | ${verdict} |`
-    }),
+    ...abVerdicts(rounds, thresholds)
+      .filter(({ key, threshold }) => threshold !== undefined || counted(key, rounds.flat()))
+      .map(({ key, perRound: values, measured, threshold, met }) => {
+        const format = abFormat(key)
+        const verdict = threshold === undefined ? '' : met === undefined ? 'not measured' : met ? 'met' : '**not met**'
+        return `| ${AB_NAMES[key]} | ${threshold === undefined ? '' : thresholdText(threshold)} | ${measured === undefined ? 'n/a' : spreadText(measured, format)} | ${values.map((v) => (v === undefined ? '–' : format(v))).join(', ')} | ${verdict} |`
+      }),
     '',
   ]
 }
@@ -377,7 +402,7 @@ export function renderResults(date: Date, s: RunSettings, rounds: Rounds, thresh
     `![Server CPU per create and p99 latency of each target: a point at the median of the rounds, a rule from the lowest to the highest](${s.chart})`,
     '',
     `- ${cpus()[0]?.model}, ${cpus().length} cores, ${number(totalmem() / 2 ** 30, 1)} GiB; Node ${process.version}, Linux ${release()}; ${when}; the rounds took ${number(s.minutes, 1)} min, load average ${start} → ${end}.`,
-    `- ${rounds.length} round${rounds.length === 1 ? '' : 's'} of ${s.warmupS} s warm-up and ${s.durationS} s measured per target, ${s.connections} connections; pinning: ${s.pinning}.${s.profiled ? ' **Profiled** (`node --cpu-prof`): the service figures are higher.' : ''}`,
+    `- ${rounds.length} round${rounds.length === 1 ? '' : 's'} of ${s.warmupS} s warm-up and ${s.durationS} s measured per target, ${s.connections} connections; pinning: ${s.pinning}.${s.profiled ? ' **Profiled** (`node --cpu-prof`): the service figures are higher.' : ''}${s.counted ? " **Counted**: each measured start ran under callgrind, so only its instructions and the ready time (a start without it) compare; its CPU, latency, throughput and memory are the emulator's." : ''}`,
     `- Service: ${s.revision}, \`${s.command}\`; PostgreSQL: \`${s.databaseUrl}\`.`,
     ...(s.baseline === undefined ? [] : [`- Baseline: \`${s.baseline.ref}\`, ${s.baseline.how}.`]),
     '- How each figure is taken: Method, below.',

@@ -14,7 +14,9 @@ import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { baselinePlace, type Baseline, type InstallMode, prepareBaseline, removeBaseline } from './baseline.ts'
+import { callgrindCommand, dumpedInstructions, monitor } from './callgrind.ts'
 import { chartRows, renderChart } from './chart.ts'
 import { REPO, SERVICE_ENVIRONMENT, SERVICE_NODE_OPTIONS } from './image.ts'
 import { EXPECTED_BODY, jsonHeaders, PlantIds, runLoad } from './load.ts'
@@ -22,6 +24,7 @@ import { meanBatch, scrape } from './metrics.ts'
 import { killAll, pinSelf, postJson, type ServerProcess, startServer, TASKSET } from './process.ts'
 import {
   abVerdicts,
+  COUNTED_THRESHOLDS,
   cpuPerRequest,
   DEFAULT_TARGETS,
   DEFAULT_THRESHOLDS,
@@ -54,7 +57,11 @@ const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const baselineRef = process.env.BENCH_BASELINE_REF?.trim() || undefined
 const install = (process.env.BENCH_BASELINE_INSTALL || 'auto') as InstallMode
 if (!['auto', 'link', 'ci'].includes(install)) throw new Error('BENCH_BASELINE_INSTALL: auto, link or ci')
-const thresholds = parseThresholds(process.env.BENCH_AB_THRESHOLDS || DEFAULT_THRESHOLDS)
+const counting = (process.env.BENCH_INSTRUCTIONS || 'off') === 'on'
+if (!['on', 'off', ''].includes(process.env.BENCH_INSTRUCTIONS ?? '')) throw new Error('BENCH_INSTRUCTIONS: on or off')
+const thresholds = parseThresholds(
+  process.env.BENCH_AB_THRESHOLDS || (counting ? COUNTED_THRESHOLDS : DEFAULT_THRESHOLDS),
+)
 const names = process.env.BENCH_TARGETS?.split(',').map((name) => name.trim()) ?? [
   ...DEFAULT_TARGETS,
   ...(baselineRef === undefined ? [] : ['baseline']),
@@ -116,6 +123,7 @@ function environment(key: TargetKey): Record<string, string> {
     ...(store === 'sqlite' || service ? { DATA_DIR: dataDir } : {}),
     ...(store === 'postgres' ? { DATABASE_URL: databaseUrl } : {}),
     ...(service ? { NODE_ENV: 'production', RATE_LIMIT_MAX: '1000000000', ...SERVICE_ENVIRONMENT } : {}),
+    ...(service && counting ? { LOAD_SHED_MAX_EVENT_LOOP_DELAY_MS: '0' } : {}),
   }
 }
 
@@ -124,14 +132,19 @@ async function probe(url: string): Promise<string | undefined> {
   return status === 200 && body === EXPECTED_BODY ? undefined : `status ${status}: ${body.slice(0, 200)}`
 }
 
-const start = (key: TargetKey, env: Record<string, string>, profile = false): Promise<ServerProcess> => {
+/** A target's server; `measured`, with `BENCH_PROFILE` under `--cpu-prof` and with `BENCH_INSTRUCTIONS` under callgrind. */
+const start = (key: TargetKey, env: Record<string, string>, measured?: { callgrindDir?: string | undefined }) => {
   const { script, cwd, service } = SPECS[key]
-  const profiling = profile && profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`] : []
+  const profiling =
+    measured && profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`] : []
   const nodeArgs = service ? [...SERVICE_NODE_OPTIONS, ...profiling] : []
-  return startServer({ script, cwd, env, nodeArgs, core: pinned ? 0 : undefined, probe })
+  const wrapper = measured?.callgrindDir === undefined ? undefined : callgrindCommand(measured.callgrindDir)
+  const readyWithinS = wrapper ? 300 : 30
+  return startServer({ script, cwd, env, nodeArgs, core: pinned ? 0 : undefined, probe, wrapper, readyWithinS })
 }
+// Under callgrind a request takes tens of times longer: neither a wait nor the event loop's delay is a fault.
 const load = (server: ServerProcess, seconds: number) =>
-  runLoad(server.url, token, ids, connections, seconds, pinned ? [TASKSET!, '-c', '1'] : [])
+  runLoad(server.url, token, ids, connections, seconds, pinned ? [TASKSET!, '-c', '1'] : [], counting ? 120 : 10)
 
 /** Rows stored with the measured run's ids; `undefined` where nothing is stored or they cannot be counted. */
 async function storedRows(key: TargetKey, env: Record<string, string>, firstId: bigint, count: bigint) {
@@ -146,6 +159,9 @@ async function storedRows(key: TargetKey, env: Record<string, string>, firstId: 
   return undefined
 }
 
+/** Under callgrind, how long the requests in flight when wrk stops may take to finish, ms. */
+const IN_FLIGHT_MS = 1000
+
 /** Starts a target, warms it up, measures it, stops it, and starts it again on the data it left (ready). */
 async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   const { title, store } = SPECS[key]
@@ -155,17 +171,25 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   execFileSync('sync') // earlier targets' dirty pages are not written back during this one's fsyncs
   const env = environment(key)
   try {
-    const server = await start(key, env, true)
+    const callgrindDir = counting ? mkdtempSync(join(tmpdir(), 'plant-store-callgrind-')) : undefined
+    if (callgrindDir !== undefined) temporary.push(callgrindDir)
+    const server = await start(key, env, { callgrindDir })
     let result: Omit<TargetResult, 'key' | 'title'>
     try {
       if (warmupS > 0) await load(server, warmupS)
+      if (callgrindDir !== undefined) await sleep(IN_FLIGHT_MS)
       const before = await scrape(server.url) // also resets the event loop's histogram
+      if (callgrindDir !== undefined) monitor(callgrindDir, server.pid, 'instrumentation on')
       const cpuBefore = server.cpuTimes()
       let peakRssMb = server.peakRssMb()
       const sampler = setInterval(() => (peakRssMb = server.peakRssMb() ?? peakRssMb), 250)
       const measured = await load(server, durationS).finally(() => clearInterval(sampler))
       const cpuAfter = server.cpuTimes()
       peakRssMb = server.peakRssMb() ?? peakRssMb
+      if (callgrindDir !== undefined) {
+        await sleep(IN_FLIGHT_MS)
+        monitor(callgrindDir, server.pid, 'dump')
+      }
       const after = await scrape(server.url)
       const exited = server.exitStatus()
       result = {
@@ -175,6 +199,7 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
         peakRssMb,
         lagP99Ms: after?.lagP99Ms,
         meanBatch: meanBatch(before, after),
+        instructions: callgrindDir === undefined ? undefined : dumpedInstructions(callgrindDir),
         ...(exited === undefined ? {} : { exited }),
       }
     } finally {
@@ -248,12 +273,14 @@ try {
     revision,
     command: [
       ...Object.entries(SERVICE_ENVIRONMENT).map(([k, v]) => `${k}=${v}`),
+      ...(counting ? ['valgrind --tool=callgrind --instr-atstart=no …'] : []),
       'node',
       ...SERVICE_NODE_OPTIONS,
       'dist/service/server.js',
     ].join(' '),
     databaseUrl,
     profiled: profileDir !== undefined,
+    counted: counting,
     loadAverage: [loadAtStart, loadavg()[0]!] as const,
     minutes: (Date.now() - date.getTime()) / 60_000,
     chart: basename(chartPath),

@@ -44,7 +44,8 @@ const LAYERS: Record<string, Layer> = {
     env: (postgres) => ({ TEST_DATABASE_URL: postgres }),
   },
   external: { commands: [['tap', 'test/external/**/*.test.ts'], npm('test:workflow')] },
-  bench: { commands: [['tap', 'bench/*.test.ts']] },
+  // bench/callgrind.test.ts runs valgrind: with the tests that need the machine.
+  bench: { commands: [['tap', 'bench/{baseline,chart,report}.test.ts']] },
   // The built artifact through the process tests it can break, and what holds only without tap's loader.
   artifact: {
     needs: ['postgres'],
@@ -54,7 +55,10 @@ const LAYERS: Record<string, Layer> = {
     ],
     env: () => ({ TEST_SERVICE_SCRIPT: 'dist/service/server.js' }),
   },
-  services: { needs: ['postgres', 'redis'], commands: [['tap', 'test/services/**/*.test.ts']] },
+  services: {
+    needs: ['postgres', 'redis'],
+    commands: [['tap', 'test/services/**/*.test.ts', 'bench/callgrind.test.ts']],
+  },
   // package.json's tap.serial runs these one at a time.
   deploy: {
     needs: ['postgres'],
