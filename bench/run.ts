@@ -57,8 +57,9 @@ const connections = bounded('BENCH_CONNECTIONS', 50, 1, 1000)
 const baselineRef = process.env.BENCH_BASELINE_REF?.trim() || undefined
 const install = (process.env.BENCH_BASELINE_INSTALL || 'auto') as InstallMode
 if (!['auto', 'link', 'ci'].includes(install)) throw new Error('BENCH_BASELINE_INSTALL: auto, link or ci')
-const counting = (process.env.BENCH_INSTRUCTIONS || 'off') === 'on'
-if (!['on', 'off', ''].includes(process.env.BENCH_INSTRUCTIONS ?? '')) throw new Error('BENCH_INSTRUCTIONS: on or off')
+const instructions = process.env.BENCH_INSTRUCTIONS || 'off'
+if (!['on', 'off'].includes(instructions)) throw new Error('BENCH_INSTRUCTIONS: on or off')
+const counting = instructions === 'on'
 const thresholds = parseThresholds(
   process.env.BENCH_AB_THRESHOLDS || (counting ? COUNTED_THRESHOLDS : DEFAULT_THRESHOLDS),
 )
@@ -273,7 +274,7 @@ try {
     revision,
     command: [
       ...Object.entries(SERVICE_ENVIRONMENT).map(([k, v]) => `${k}=${v}`),
-      ...(counting ? ['valgrind --tool=callgrind --instr-atstart=no …'] : []),
+      ...(counting ? callgrindCommand('<dir>') : []),
       'node',
       ...SERVICE_NODE_OPTIONS,
       'dist/service/server.js',
