@@ -11,7 +11,7 @@
  */
 import { execFileSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { availableParallelism, loadavg, tmpdir } from 'node:os'
 import { basename, join, resolve } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -133,11 +133,14 @@ async function probe(url: string): Promise<string | undefined> {
   return status === 200 && body === EXPECTED_BODY ? undefined : `status ${status}: ${body.slice(0, 200)}`
 }
 
-/** A target's server; `measured`, with `BENCH_PROFILE` under `--cpu-prof` and with `BENCH_INSTRUCTIONS` under callgrind. */
+/**
+ * A target's server; `measured`, with `BENCH_INSTRUCTIONS` under callgrind, else with `BENCH_PROFILE` under
+ * `--cpu-prof`.
+ */
 const start = (key: TargetKey, env: Record<string, string>, measured?: { callgrindDir?: string | undefined }) => {
   const { script, cwd, service } = SPECS[key]
   const profiling =
-    measured && profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`] : []
+    measured && !counting && profileDir !== undefined ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, key)}`] : []
   const nodeArgs = service ? [...SERVICE_NODE_OPTIONS, ...profiling] : []
   const wrapper = measured?.callgrindDir === undefined ? undefined : callgrindCommand(measured.callgrindDir)
   const readyWithinS = wrapper ? 300 : 30
@@ -163,6 +166,19 @@ async function storedRows(key: TargetKey, env: Record<string, string>, firstId: 
 /** Under callgrind, how long the requests in flight when wrk stops may take to finish, ms. */
 const IN_FLIGHT_MS = 1000
 
+/** Where a counted start's callgrind files go: kept in `BENCH_PROFILE` as `<target>-<round>`, else removed at the end. */
+function countedDir(key: TargetKey, round: number): string {
+  if (profileDir === undefined) {
+    const dir = mkdtempSync(join(tmpdir(), 'plant-store-callgrind-'))
+    temporary.push(dir)
+    return dir
+  }
+  const dir = join(profileDir, `${key}-${round}`)
+  rmSync(dir, { recursive: true, force: true })
+  mkdirSync(dir, { recursive: true })
+  return dir
+}
+
 /** Starts a target, warms it up, measures it, stops it, and starts it again on the data it left (ready). */
 async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   const { title, store } = SPECS[key]
@@ -172,8 +188,7 @@ async function runTarget(key: TargetKey, round: number): Promise<TargetResult> {
   execFileSync('sync') // earlier targets' dirty pages are not written back during this one's fsyncs
   const env = environment(key)
   try {
-    const callgrindDir = counting ? mkdtempSync(join(tmpdir(), 'plant-store-callgrind-')) : undefined
-    if (callgrindDir !== undefined) temporary.push(callgrindDir)
+    const callgrindDir = counting ? countedDir(key, round) : undefined
     const server = await start(key, env, { callgrindDir })
     let result: Omit<TargetResult, 'key' | 'title'>
     try {
@@ -280,7 +295,7 @@ try {
       'dist/service/server.js',
     ].join(' '),
     databaseUrl,
-    profiled: profileDir !== undefined,
+    profiled: profileDir !== undefined && !counting,
     counted: counting,
     loadAverage: [loadAtStart, loadavg()[0]!] as const,
     minutes: (Date.now() - date.getTime()) / 60_000,
