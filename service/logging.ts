@@ -18,6 +18,7 @@ export function requestId(request: IncomingMessage): string {
   return typeof given === 'string' && requestIdPattern.test(given) ? given : randomUUID()
 }
 
+/** The client address logged and rate-limited by when the socket no longer tells it. */
 export const UNKNOWN_ADDRESS = 'unknown'
 
 /** Reads the peer's address on `connection`: Node caches it, and unread it is `undefined` once the peer is gone. */
@@ -40,9 +41,10 @@ export function clientAddress(request: FastifyRequest): string {
   return isIPv4(address) ? address : normalizeIP(address, 128)
 }
 
-const REDACTED_PATHS = ['headers.authorization', 'headers.cookie']
+/** A logged object's credentials, at its top level or one below (`{ err: { headers } }`). */
+const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', '*.headers.authorization', '*.headers.cookie']
 
-/** Query values redacted: a query may carry a credential (`?access_token=`). */
+/** Query values redacted, by {@link redactQuery}. */
 function requestSerializer(request: FastifyRequest) {
   const query = request.url.indexOf('?')
   return {
@@ -59,8 +61,11 @@ function replySerializer(reply: { statusCode: number }) {
   return { statusCode: reply.statusCode }
 }
 
-/** A bare component (`?<token>`) is redacted whole: it may be the value itself. */
-function redactQuery(query: string): string {
+/**
+ * A query string (without `?`) with its values redacted, for logs and traces: a query may carry a credential
+ * (`?access_token=`, RFC 6750 §2.3). A bare component (`?<token>`) is redacted whole: it may be the value itself.
+ */
+export function redactQuery(query: string): string {
   return query
     .split('&')
     .map((pair) =>

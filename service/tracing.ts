@@ -12,6 +12,7 @@ import { BatchSpanProcessor, NodeTracerProvider } from '@opentelemetry/sdk-trace
 import type { FastifyInstance } from 'fastify'
 import type { Logger } from 'pino'
 import { asError } from './errors.ts'
+import { redactQuery } from './logging.ts'
 import type { BatchTracer } from './store/plant-repository.ts'
 import type { Store } from './store/store.ts'
 
@@ -50,6 +51,12 @@ export function startTracing(endpoint: string): Tracing {
     // A span per hook would cost more than it tells.
     instrumentHooks: false,
     ignorePaths: ({ url }) => UNTRACED.test(url),
+    // @fastify/otel sets `url.path` to the whole target: the path alone, the query's values redacted.
+    requestHook: (span, { url }) => {
+      const query = url.indexOf('?')
+      if (query === -1) return
+      span.setAttributes({ 'url.path': url.slice(0, query), 'url.query': redactQuery(url.slice(query + 1)) })
+    },
     // Else glue's bound method names it "bound createPlant".
     lifecycleHook: (span, { request }) => {
       const operationId = request.routeOptions.schema?.operationId

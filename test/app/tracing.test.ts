@@ -49,7 +49,10 @@ t.test(
     t.equal((await postPlant(app, { id: 2, name: 'Ficus' }, traced(parent))).statusCode, 500)
     const get = async (url: string) =>
       (await app.inject({ url, headers: { traceparent: traceparent().header } })).statusCode
-    t.same([await get('/nowhere'), await get('/health/live'), await get('/metrics')], [404, 200, 200])
+    t.same(
+      [await get('/nowhere?access_token=s3cret&s3cret'), await get('/health/live'), await get('/metrics')],
+      [404, 200, 200],
+    )
     await app.close()
 
     const root = collector.spans.find((span) => span.name === 'POST /plants' && span.parentSpanId === '')
@@ -63,8 +66,13 @@ t.test(
       attributes: { 'http.response.status_code': 500 },
     })
     t.match(only(t, collector.spans, 'GET'), {
-      attributes: { 'http.response.status_code': 404, 'url.path': '/nowhere' },
+      attributes: {
+        'http.response.status_code': 404,
+        'url.path': '/nowhere',
+        'url.query': 'access_token=[redacted]&[redacted]',
+      },
     })
+    t.notMatch(JSON.stringify(collector.spans), /s3cret/, 'no query value in any span')
     const probes = collector.spans.filter((span) =>
       /health|metrics/.test(`${span.name} ${span.attributes['url.path']}`),
     )

@@ -16,6 +16,7 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
   const { stream, lines } = logSink()
   const logger = pino(loggerOptions('info', false), stream)
   logger.info({ headers: { authorization: 'Bearer secret-token-0123456789', cookie: 'session=s3cret' } }, 'headers')
+  logger.info({ err: { headers: { authorization: 'Bearer secret-token-0123456789', cookie: 's3cret' } } }, 'nested')
   const headers = { authorization: 'Bearer secret-token-0123456789' }
   const request = { method: 'POST', host: 'plants.example', ip: '192.0.2.1', socket: { remotePort: 4711 }, headers }
   logger.info(
@@ -27,6 +28,7 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
   t.notMatch(JSON.stringify(lines), /secret-token|s3cret/)
   t.match(lines, [
     { msg: 'headers', headers: { authorization: '[redacted]', cookie: '[redacted]' } },
+    { msg: 'nested', err: { headers: { authorization: '[redacted]', cookie: '[redacted]' } } },
     {
       req: {
         method: 'POST',
@@ -39,10 +41,10 @@ t.test('logs are JSON with credentials redacted; pretty only on a terminal', asy
     { req: { url: '/plants' } },
     { req: { remoteAddress: 'unknown' } },
   ])
-  t.equal((lines[1]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
+  t.equal((lines[2]!.req as Record<string, unknown>).headers, undefined, 'a request is logged without its headers')
   const cookie = { 'set-cookie': 'session=s3cret' }
   logger.info({ res: { statusCode: 200, headers: cookie, getHeaders: () => cookie } }, 'reply')
-  t.same(lines[4]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
+  t.same(lines[5]!.res, { statusCode: 200 }, 'a reply is logged as its status code only')
 })
 
 t.test(
