@@ -165,7 +165,10 @@ function camelCased<T extends object>(settings: T): CamelCased<T> {
   return Object.fromEntries(named) as CamelCased<T>
 }
 
-/** Refuses a hop count (Fastify 5 fails closed on it) and, in production, trusting every hop. */
+/**
+ * Refuses a hop count (Fastify 5 fails closed on it), a prefix of 0 (@fastify/proxy-addr refuses it; `true` says so)
+ * and, in production, trusting every hop.
+ */
 function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['trustProxy'] {
   const list = value === 'true' || value === 'false' ? [] : splitList(value)
   if (value !== 'true' && value !== 'false' && (list.length === 0 || !list.every(isAddressOrCidr))) {
@@ -173,7 +176,7 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
       'Invalid configuration: TRUST_PROXY must be true, false, or comma-separated IP addresses/CIDRs',
     )
   }
-  if (nodeEnv === 'production' && (value === 'true' || list.some((entry) => entry.endsWith('/0')))) {
+  if (nodeEnv === 'production' && value === 'true') {
     throw new ConfigError(
       'Refusing to start: TRUST_PROXY trusts every address in production, so any client could choose the address it ' +
         "is limited and logged by; name the gateway's addresses instead",
@@ -182,12 +185,13 @@ function parseTrustProxy(value: string, nodeEnv: Settings['NODE_ENV']): Config['
   return value === 'true' || value === 'false' ? value === 'true' : list
 }
 
-/** RFC 4632, RFC 4291 §2.3. */
+/** An address, or a CIDR with a prefix of 1 to 32 or 128 bits (RFC 4632, RFC 4291 §2.3). */
 function isAddressOrCidr(entry: string): boolean {
   const [address = '', prefix, ...more] = entry.split('/')
   const version = isIP(address)
   if (version === 0 || more.length > 0) return false
-  return prefix === undefined || (/^\d{1,3}$/.test(prefix) && Number(prefix) <= (version === 4 ? 32 : 128))
+  if (prefix === undefined) return true
+  return /^\d{1,3}$/.test(prefix) && Number(prefix) >= 1 && Number(prefix) <= (version === 4 ? 32 : 128)
 }
 
 function splitList(text: string): string[] {

@@ -6,6 +6,7 @@ import { execFileSync, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
+import Fastify from 'fastify'
 import t from 'tap'
 import {
   referencePath,
@@ -155,7 +156,7 @@ t.test(
 )
 
 t.test(
-  'TRUST_PROXY is false, true, or addresses and CIDRs; trusting every address refuses to start in production',
+  'TRUST_PROXY is false, true, or addresses and CIDRs as Fastify takes them; `true` refuses to start in production',
   async (t) => {
     t.same(
       [undefined, 'false', 'true'].map((TRUST_PROXY) => loadConfig({ TRUST_PROXY }).trustProxy),
@@ -163,18 +164,19 @@ t.test(
     )
     t.strictSame(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.0.0.0/8,::1' }).trustProxy, ['10.0.0.1', '10.0.0.0/8', '::1'])
     const valid = (
-      '0.0.0.0/0 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ' +
-      '::/0 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'
+      '0.0.0.0/1 192.168.1.7 172.16.0.0/12 10.0.0.1/32 2001:db8::1 2001:db8::/32 ' +
+      '::/1 ::1/128 ::ffff:10.0.0.1 fe80::1:2:3:4'
     ).split(' ')
-    t.strictSame(loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy, valid)
+    const trustProxy = loadConfig({ TRUST_PROXY: valid.join(',') }).trustProxy
+    t.strictSame(trustProxy, valid)
+    t.doesNotThrow(() => Fastify({ trustProxy }), 'Fastify takes every one')
     const invalid =
       'gateway.local yes 10.0.0.0/8;rm 2 1,10.0.0.1 999.1.1.1 10.0.0.256 10.0.0 ::: 2001:db8:::1 10.0.0.0/99 ' +
-      '10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8'
+      '10.0.0.0/33 ::/129 10.0.0.0/ 10.0.0.0/-1 10.0.0.0/8/8 10.0.0.0/0x8 0.0.0.0/0 0.0.0.0/00 ::/0 10.0.0.1,::/0'
     for (const value of [' , ', ...invalid.split(' ')])
       t.match(refusal({ TRUST_PROXY: value }), /^Invalid configuration: TRUST_PROXY must be/, value)
     const production = { NODE_ENV: 'production', PLANT_STORE_TOKENS: A }
-    for (const TRUST_PROXY of ['true', '0.0.0.0/0', '10.0.0.1,::/0'])
-      t.match(refusal({ ...production, TRUST_PROXY }), /^Refusing to start: TRUST_PROXY trusts every/)
+    t.match(refusal({ ...production, TRUST_PROXY: 'true' }), /^Refusing to start: TRUST_PROXY trusts every/)
     t.strictSame(loadConfig({ ...production, TRUST_PROXY: '10.0.0.0/8' }).trustProxy, ['10.0.0.0/8'])
   },
 )
