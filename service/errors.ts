@@ -28,14 +28,17 @@ export class UnauthorizedError extends HttpError {
   }
 }
 
-/** 503, nothing stored; `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares. */
+/**
+ * 503 with `Retry-After` in seconds (RFC 9110 §10.2.3), as openapi.yaml declares: a retry with the same body is
+ * safe, and a replay if the write was stored after all (responses.ServiceUnavailable).
+ */
 export class ServiceUnavailableError extends HttpError {
   constructor(message: string) {
     super(503, message, { 'retry-after': '1' })
   }
 }
 
-/** Message of every 415: the one media type the contract declares (RFC 9110 §15.5.16). */
+/** Message of a 415 for a body that is not JSON: the one media type the contract declares (RFC 9110 §15.5.16). */
 export const UNSUPPORTED_MEDIA_TYPE = 'Unsupported Media Type: send the body as application/json'
 
 type ErrorBody = components['schemas']['Error']
@@ -47,7 +50,7 @@ export function errorBody(statusCode: number, message: string): ErrorBody {
 
 /** The service's own failures as HTTP errors, for strict-http's one mapping; anything else as it is. */
 export function httpErrorOf(error: unknown): unknown {
-  // Any operation's: nothing stored (openapi.yaml, responses.ServiceUnavailable).
+  // Any operation's; a retry is safe (openapi.yaml, responses.ServiceUnavailable).
   if (error instanceof StoreUnavailableError)
     return new ServiceUnavailableError('The store is unavailable; retry later')
   // Fastify's (no parser for the media type, none given) would echo the client's Content-Type.

@@ -28,7 +28,8 @@ export interface StoreOptions extends Pick<
 }
 
 /**
- * Nothing was stored; a retry later may succeed.
+ * The store did not confirm the write; a retry later may succeed. On PostgreSQL a write cut off by a timeout or a
+ * lost connection may have committed all the same, so the retry must be idempotent (an idempotent replay).
  * Any query through {@link Store.db} fails with it when the store is unavailable.
  */
 export class StoreUnavailableError extends Error {

@@ -219,6 +219,14 @@ t.test('the gateway names no method: nginx passes every one on to the service', 
   }
 })
 
+t.test("the page's gateway retries are nginx.conf's: the directive and its limits", async (t) => {
+  const conf = readFileSync(join(NGINX_DIR, 'nginx.conf'), 'utf8')
+  const quoted = page.match(/`(proxy_next_upstream [\w ]+)`/)?.[1]
+  t.ok(quoted !== undefined && conf.includes(`${quoted};`), `nginx.conf has ${quoted}`)
+  const [, tries, seconds] = page.match(/at most (\d+) tries\s+within (\d+) s/) ?? []
+  t.match(conf, new RegExp(`proxy_next_upstream_tries ${tries};\\s+proxy_next_upstream_timeout ${seconds}s;`))
+})
+
 t.test('the copy type-checks: PlantService has getPlant, typed by the generated operations', (t) =>
   passes(t, process.execPath, join(ROOT, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.check.json'),
 )
