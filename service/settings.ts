@@ -47,8 +47,8 @@ export const settingsSchema = {
       default: '',
       description:
         'Accepted bearer tokens, comma-separated (several, for rotation). ' +
-        'Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /` (RFC 6750 §2.1), at least 8 different, ' +
-        'no 8 in a row that repeat or count (`abcdefgh`) and no 8 that appear twice: ' +
+        'Each at least 32 characters of `A-Z a-z 0-9 - . _ ~ + /`, then any `=` (RFC 6750 §2.1), ' +
+        'at least 8 different, no 8 in a row that repeat or count (`abcdefgh`) and no 8 that appear twice: ' +
         '128 bits or more when random (`openssl rand -base64 32`).',
     },
     PLANT_STORE_TOKENS_FILE: {

@@ -28,7 +28,8 @@ export class Security {
    * The `bearerAuth` scheme (RFC 6750).
    * @throws {HttpError} 400 for a token in the query, from {@link refuseTokenInQuery}.
    * @throws {UnauthorizedError} 401 with the RFC 6750 §3 challenge; `invalid_token` when a bearer token was sent.
-   * @throws {HttpError} 429 past the address's budget of failures, or the token's budget.
+   * @throws {HttpError} 429 past the address's budget of failures.
+   * @throws @fastify/rate-limit's 429 error past the token's budget.
    */
   async bearerAuth(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     refuseTokenInQuery(request)

@@ -6,6 +6,7 @@ import fp from 'fastify-plugin'
 import type { Contract, OpenApiDocument } from '../contract.ts'
 import { stringify } from './exact-json/index.ts'
 
+/** Where Swagger UI is served; the document at `<prefix>/json` and `<prefix>/yaml`. */
 export const DOCS_PREFIX = '/docs'
 
 async function docs(app: FastifyInstance, { exact, text }: Pick<Contract, 'exact' | 'text'>): Promise<void> {

@@ -24,7 +24,7 @@ async function store(app: FastifyInstance, config: AppConfig): Promise<void> {
     onWriteFailure: (err) => app.log.error({ err }, 'store cannot write to its disk; creates get 503 until it can'),
   })
   app.addHook('onClose', () => store.close())
-  // Once the app is built: a build that held the event loop past PostgreSQL's connect timeout failed the start.
+  // Once the app is built, so no build work holds the event loop while PostgreSQL's connect timeout runs.
   if (config.migrateOnStart)
     app.addHook('onReady', async () => {
       try {

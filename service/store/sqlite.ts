@@ -27,16 +27,18 @@ import { asError, errorCode } from '../errors.ts'
 import type { StoreSchema } from './schema.ts'
 import { mapUnavailable, type Store, type StoreOptions, StoreUnavailableError } from './store.ts'
 
+/** The database's file name in `DATA_DIR`. */
 export const SQLITE_FILE = 'plants.sqlite3'
 
 /** Room for a few commits. */
 const PROBE_BYTES = 64 * 1024
 
+/** A file in `DATA_DIR` written, fsynced and removed after a disk failure, to learn whether the disk takes a commit. */
 export const PROBE_FILE = '.plant-store-probe'
 
 /**
  * SQLite's wait for another process's lock, on a thread of the pool. A create can wait for the batch ahead of it and
- * then its own: twice this stays well below 8 s (docs/operations.md, "Storage").
+ * then its own: about 5 s at most (docs/operations.md, "Storage").
  */
 export const BUSY_TIMEOUT_MS = 2500
 

@@ -12,8 +12,10 @@ export const MAX_DEPTH = 64
 /** Characters of a repeated member name quoted in its 400. */
 export const QUOTED_KEY_LENGTH = 40
 
+/** Message of the 415 for a body declared in another charset or not valid UTF-8. */
 export const UTF8_ONLY = 'Unsupported Media Type: send the body as application/json in UTF-8 (RFC 8259 §8.1)'
 
+/** Message of the 415 for a body with a content coding; it carries `Accept-Encoding: identity`. */
 export const IDENTITY_ONLY =
   'Unsupported Media Type: send the body without a content coding (Content-Encoding: identity, RFC 9110 §8.4.1)'
 

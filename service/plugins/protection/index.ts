@@ -44,7 +44,10 @@ export type ProtectionConfig = Pick<
 
 /** The limits around authentication: 429 with `Retry-After` (RFC 6585 §4), shared by replicas through Redis if set. */
 export interface RouteLimits {
-  /** Per-token limit, after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`). @throws 429. */
+  /**
+   * Per-token limit, after a successful authentication; `undefined` when off (`RATE_LIMIT_MAX=0`).
+   * @throws @fastify/rate-limit's 429 error past the budget.
+   */
   readonly limitToken: ((request: FastifyRequest, reply: FastifyReply) => Promise<void>) | undefined
   /**
    * Counts a failed authentication per address (a valid token is never refused); `undefined` when off.

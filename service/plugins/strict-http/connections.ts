@@ -52,8 +52,8 @@ export function guardConnections(
   answer: AnswerError,
 ): (error: Error, socket: Socket) => void {
   const connections = new Map<Socket, Connection>()
-  // Served and now idle, longest idle first: a list through the connections themselves, since a Set churned on
-  // every request left its rehashed tables as old-generation garbage (peak RSS under load).
+  // Served and now idle, longest idle first: a list through the connections themselves, so a request allocates no
+  // set entry that would outlive it (peak RSS under load).
   let longestIdle: Connection | undefined
   let latestIdle: Connection | undefined
   // Only after a request, which took it off the list.

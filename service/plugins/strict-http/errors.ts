@@ -22,6 +22,7 @@ export interface ErrorResponse {
 /** The answer to CONNECT (RFC 9110 §9.3.6). */
 export const CONNECT_REFUSED = 'Bad Request: CONNECT asks for a tunnel, which the service does not open'
 
+/** The answer to an HTTP/1.1 request without `Host`. */
 export const HOST_REQUIRED = 'Bad Request: an HTTP/1.1 request needs a Host header (RFC 9112 §3.2)'
 
 /** Node's own rejections by error code, statuses as in Node's lib/_http_server.js; any other `HPE_*` is 400. */
