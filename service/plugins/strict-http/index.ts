@@ -17,6 +17,9 @@ declare module 'fastify' {
   }
 }
 
+/** The connection policy's defaults, as README.md's "Options" table gives them. */
+export const STRICT_HTTP_DEFAULTS = { maxPipelined: 16, lingerMs: 10_000, closeAfter: [401, 404, 405] } as const
+
 /** The plugin's options (README.md, "Options"); each has a default. */
 export interface StrictHttpOptions {
   /** The body of every error answer; default `{ statusCode, error, message }`. */
@@ -25,11 +28,11 @@ export interface StrictHttpOptions {
   mapError?: (error: unknown) => unknown
   /** Most open connections (`server.maxConnections`); default none. */
   maxConnections?: number
-  /** Most unanswered requests on one connection; default 16. */
+  /** Most unanswered requests on one connection. */
   maxPipelined?: number
-  /** Most milliseconds a closing connection waits for the answers it owes; default 10,000. */
+  /** Most milliseconds a closing connection waits for the answers it owes. */
   lingerMs?: number
-  /** Statuses after which the connection closes (an unread body always closes it); default 401, 404, 405. */
+  /** Statuses after which the connection closes (an unread body always closes it). */
   closeAfter?: readonly number[]
   /** Header carrying the request id on every answer, `false` for none; default `x-request-id`. */
   requestIdHeader?: string | false
@@ -37,7 +40,7 @@ export interface StrictHttpOptions {
 
 async function strictHttp(app: FastifyInstance, options: StrictHttpOptions): Promise<void> {
   const errorBody = options.errorBody ?? defaultErrorBody
-  const closeAfter = new Set(options.closeAfter ?? [401, 404, 405])
+  const closeAfter = new Set(options.closeAfter ?? STRICT_HTTP_DEFAULTS.closeAfter)
   const idHeader = options.requestIdHeader ?? 'x-request-id'
   const server = app.server
   const mapError = options.mapError ?? ((error: unknown) => error)
@@ -77,8 +80,8 @@ async function strictHttp(app: FastifyInstance, options: StrictHttpOptions): Pro
     server,
     {
       maxConnections: options.maxConnections ?? Infinity,
-      maxPipelined: options.maxPipelined ?? 16,
-      lingerMs: options.lingerMs ?? 10_000,
+      maxPipelined: options.maxPipelined ?? STRICT_HTTP_DEFAULTS.maxPipelined,
+      lingerMs: options.lingerMs ?? STRICT_HTTP_DEFAULTS.lingerMs,
     },
     answerOnSocket,
   )

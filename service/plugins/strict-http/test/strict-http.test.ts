@@ -6,12 +6,13 @@
  * @module
  */
 import { once } from 'node:events'
+import { readFileSync } from 'node:fs'
 import type { IncomingMessage } from 'node:http'
 import { connect, type Socket } from 'node:net'
 import { Writable } from 'node:stream'
 import Fastify from 'fastify'
 import t, { type Test } from 'tap'
-import strictHttp, { frameworkErrors, type StrictHttpOptions, toErrorResponse } from '../index.ts'
+import strictHttp, { frameworkErrors, STRICT_HTTP_DEFAULTS, type StrictHttpOptions, toErrorResponse } from '../index.ts'
 
 /** A bare app with the plugin and a few routes; its log lines in `lines`. */
 async function bareApp(t: Test, options: StrictHttpOptions = {}) {
@@ -328,4 +329,13 @@ t.test('after closeConnections every answer closes its connection; before it kee
   app.closeConnections()
   t.equal((await app.inject({ url: '/things/1' })).headers.connection, 'close')
   t.equal((await app.inject({ url: '/nothing' })).headers.connection, 'close')
+})
+
+t.test("README.md's Options table gives the defaults the plugin uses", async (t) => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8')
+  for (const [option, value] of Object.entries(STRICT_HTTP_DEFAULTS)) {
+    const cell = readme.match(new RegExp(`^\\| \`${option}\` \\| ([^|]+) \\|`, 'm'))?.[1]?.trim()
+    const shown = Array.isArray(value) ? `\`[${value.join(', ')}]\`` : value.toLocaleString('en-US')
+    t.equal(cell, shown, option)
+  }
 })
