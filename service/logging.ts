@@ -41,8 +41,11 @@ export function clientAddress(request: FastifyRequest): string {
   return isIPv4(address) ? address : normalizeIP(address, 128)
 }
 
-/** A logged object's credentials, at its top level or one below (`{ err: { headers } }`). */
-const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', '*.headers.authorization', '*.headers.cookie']
+/**
+ * A logged object's credentials, at its top level and in a logged error (`{ err: { headers } }`). Named paths, no
+ * `*`: pino redacts a line's keys that a path names, and a leading `*` names every key of every line.
+ */
+const REDACTED_PATHS = ['headers.authorization', 'headers.cookie', 'err.headers.authorization', 'err.headers.cookie']
 
 /** Query values redacted, by {@link redactQuery}. */
 function requestSerializer(request: FastifyRequest) {

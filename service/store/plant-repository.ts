@@ -77,8 +77,7 @@ interface Pending {
 /**
  * Event-loop turns a batch of one writer gathers creates before it goes, unless `maxBatch` wait: the creates one
  * commit answers come back in time for the next. At 1 turn the clients split into two halves that take turns: batches
- * half as large, twice the commits (docs/benchmarks.md, "The latest A/B: the store on a
- * worker thread").
+ * half as large, twice the commits (docs/benchmarks.md, "What moved the figures").
  */
 const ONE_WRITER_TURNS = 3
 
