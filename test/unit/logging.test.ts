@@ -61,14 +61,14 @@ t.test(
       socket: { remotePort: 1 },
       log,
     } as unknown as FastifyRequest
-    const reply = { statusCode: 200, elapsedTime: 1.5, log } as unknown as FastifyReply
+    const reply = { statusCode: 200, elapsedTime: 1.2345678, log } as unknown as FastifyReply
     controller.incomingRequest()
     t.same(lines, [], 'no line on arrival')
     controller.requestCompleted(null, request, reply)
     controller.requestCompleted(new Error('socket hang up'), request, reply)
     t.match(lines, [
-      { level: 30, msg: 'request completed', req, res: { statusCode: 200 }, responseTime: 1.5 },
-      { level: 50, msg: 'request errored', req, err: { message: 'socket hang up' }, responseTime: 1.5 },
+      { level: 30, msg: 'request completed', req, res: { statusCode: 200 }, responseTime: 1.235 },
+      { level: 50, msg: 'request errored', req, err: { message: 'socket hang up' }, responseTime: 1.235 },
     ])
     t.match(lines, Array(2).fill({ responseTime: Number }), 'responseTime is a JSON number')
   },
