@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url'
 import t from 'tap'
 import { parse } from 'yaml'
 import { run } from '../helpers/command.ts'
+import { freePort } from '../helpers/machine.ts'
 import { imageUnderTest, podman, waitUntil } from '../helpers/podman.ts'
 import { postPlant } from '../helpers/post-plant.ts'
 
@@ -34,9 +35,16 @@ const SECRET_OWNERS: Record<string, number> = { plant_store_tokens: 1000, databa
 const project = `plant-store-test-compose-${randomBytes(4).toString('hex')}`
 const dir = mkdtempSync(join(tmpdir(), 'plant-store-compose-'))
 copyFileSync(COMPOSE_FILE, join(dir, 'compose.yaml'))
+/** Free host ports for the replicas: compose.yaml's defaults (3000, 3001) may be taken on this machine. */
+const [port1, port2] = [await freePort(), await freePort()]
+const hostPorts = {
+  PLANT_STORE_1_PORT: String(port1),
+  PLANT_STORE_2_PORT: String(port2 === port1 ? await freePort() : port2),
+}
 const compose = (...args: string[]) =>
   run('podman-compose', ['--project-name', project, '--file', join(dir, 'compose.yaml'), ...args], {
     cwd: dir,
+    env: hostPorts,
     timeoutMs: 180_000,
     install: 'apt-get install podman-compose',
   })

@@ -25,14 +25,23 @@ export class CommandError extends Error {
   }
 }
 
-/** Runs `command ARGS` in `cwd`, killed after `timeoutMs`. @throws {@link CommandError} when missing or failing. */
+/**
+ * Runs `command ARGS` in `cwd`, with `env` added to this process's environment, killed after `timeoutMs`.
+ * @throws {@link CommandError} when missing or failing.
+ */
 export async function run(
   command: string,
   args: readonly string[],
-  { cwd, timeoutMs = 120_000, install }: { cwd?: string; timeoutMs?: number; install?: string } = {},
+  {
+    cwd,
+    env,
+    timeoutMs = 120_000,
+    install,
+  }: { cwd?: string; env?: Record<string, string>; timeoutMs?: number; install?: string } = {},
 ): Promise<RunResult> {
+  const options = { cwd, env: env && { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }
   return new Promise((resolve, reject) => {
-    execFile(command, args, { cwd, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, options, (error, stdout, stderr) => {
       if (error === null) return resolve({ stdout, stderr })
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') {
         const message = `${command} is not installed (not found on PATH)${install === undefined ? '' : `: e.g. ${install}`}`
